@@ -1,0 +1,408 @@
+"""The typed client: enqueue, status, workers, cancel, events — and the fenced worker
+calls claim / renew / complete / fail. Every state change is one Lua script."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import redis
+
+from nova_queue import errors
+from nova_queue.connection import connect
+from nova_queue.keys import Keyspace, split_task_id, task_id
+from nova_queue.models import (
+    ClaimResult, CompleteResult, Event, FailResult, JobStatus, Lease, RenewResult, TaskInfo,
+    TaskSpec, WorkerInfo,
+)
+from nova_queue.scripts import Scripts
+from nova_queue.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_APP_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+#: Tasks per enqueue call; larger jobs are staged chunk by chunk and published at once.
+ENQUEUE_CHUNK = 10_000
+#: Longest task input accepted (bytes of UTF-8).
+MAX_INPUT_BYTES = 64 * 1024
+#: Longest error message stored with a failed task.
+MAX_ERROR_CHARS = 2000
+REAP_LIMIT = 100
+STAGING_ABANDONED_MS = 3600 * 1000
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def new_job_id() -> str:
+    """A job id that sorts by creation time: 10 chars of ms timestamp + 6 random."""
+    ms = int(time.time() * 1000)
+    stamp = "".join(_CROCKFORD[(ms >> (5 * i)) & 31] for i in reversed(range(10)))
+    rand = "".join(secrets.choice(_CROCKFORD) for _ in range(6))
+    return stamp + rand
+
+
+class NovaClient:
+    """One namespace of one Redis; thread-safe (redis-py pools connections)."""
+
+    def __init__(self, client: redis.Redis, *, settings: Settings | None = None,
+                 namespace: str | None = None):
+        self.settings = settings or Settings()
+        if namespace is not None and namespace != self.settings.namespace:
+            self.settings = Settings(**{**self.settings.__dict__, "namespace": namespace})
+        self.redis = client
+        self.keys = Keyspace(self.settings.namespace)
+        self.prefix = self.keys.prefix
+        self.scripts = Scripts(client)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> NovaClient:
+        """Connect to ``settings.redis_url``."""
+        return cls(connect(settings.redis_url), settings=settings)
+
+    @classmethod
+    def from_url(cls, url: str, namespace: str = "default", **settings: Any) -> NovaClient:
+        """Connect to ``url`` with default settings."""
+        s = Settings(redis_url=url, namespace=namespace, **settings)
+        return cls(connect(url), settings=s)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.redis.close()
+
+    # ---- internals --------------------------------------------------------------------
+    @property
+    def _maxlen(self) -> int:
+        return self.settings.events_maxlen
+
+    @property
+    def _gap_ms(self) -> int:
+        return max(self.settings.lease_ttl_ms // 2, 2 * self.settings.heartbeat_interval_ms)
+
+    def _ns_keys(self) -> list[str]:
+        k = self.keys
+        return [k.leases(), k.alive(), k.inflight(), k.failed(), k.finished()]
+
+    def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]:
+        return self.scripts.call(name, keys, args)
+
+    # ---- producer side ----------------------------------------------------------------
+    def enqueue(self, app: str, tasks: Sequence[TaskSpec], *,
+                params: Mapping[str, Any] | None = None, priority: int = 0,
+                max_attempts: int | None = None, name: str = "", job_id: str | None = None,
+                chunk_size: int = ENQUEUE_CHUNK) -> str:
+        """Create a job of ``tasks`` for ``app``; all or nothing. Returns the job id."""
+        job_id = job_id or new_job_id()
+        max_attempts = self.settings.max_attempts if max_attempts is None else max_attempts
+        self._validate_job(app, tasks, job_id, priority, max_attempts)
+        meta = json.dumps({
+            "app": app, "params": json.dumps(dict(params or {}), sort_keys=True),
+            "priority": priority, "max_attempts": max_attempts, "total": len(tasks),
+            "name": name[:200],
+        })
+        k = self.keys
+        keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
+                k.events(), k.apps()]
+        created = False
+        try:
+            for start in range(0, len(tasks), chunk_size):
+                chunk = tasks[start:start + chunk_size]
+                first, last = start == 0, start + chunk_size >= len(tasks)
+                args: list[Any] = [self.prefix, job_id, int(first), int(last),
+                                   meta if first else "", start, self._maxlen]
+                for spec in chunk:
+                    args += [spec.input, repr(float(spec.cost))]
+                code, detail = self._call("enqueue", keys, args)
+                errors.raise_for_code(code, job_id=job_id, detail=str(detail))
+                created = True
+        except BaseException:
+            if created:
+                self._abort(job_id)
+            raise
+        log.info("enqueued job %s: %d %s tasks", job_id, len(tasks), app)
+        return job_id
+
+    @staticmethod
+    def _validate_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
+                      max_attempts: int) -> None:
+        if not _APP_RE.match(app):
+            raise errors.InputError(f"invalid app name {app!r}")
+        if not _ID_RE.match(job_id):
+            raise errors.InputError(f"invalid job id {job_id!r}: use letters, digits, _ and -")
+        if not tasks:
+            raise errors.InputError("a job needs at least one task")
+        if not isinstance(priority, int) or not -1000 <= priority <= 1000:
+            raise errors.InputError("priority must be an integer from -1000 to 1000")
+        if not isinstance(max_attempts, int) or max_attempts < 1:
+            raise errors.InputError("max attempts must be an integer >= 1")
+        for i, spec in enumerate(tasks):
+            if not isinstance(spec.input, str):
+                raise errors.InputError(f"task {i}: input must be a string")
+            if len(spec.input.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+                raise errors.InputError(f"task {i}: input longer than {MAX_INPUT_BYTES} bytes")
+            if not (isinstance(spec.cost, (int, float)) and 0 < spec.cost < float("inf")):
+                raise errors.InputError(f"task {i}: cost must be a positive number")
+
+    def _abort(self, job_id: str) -> None:
+        k = self.keys
+        try:
+            while True:
+                code, left = self._call("abort", [k.job(job_id), k.staging(), k.stage(job_id)],
+                                        [self.prefix, job_id, ENQUEUE_CHUNK])
+                if code != 0 or int(left) == 0:
+                    return
+        except redis.RedisError:
+            log.warning("could not abort staged job %s; reap removes it within the hour", job_id)
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel a job: pending tasks are cancelled, in-flight results will be rejected."""
+        app = self.redis.hget(self.keys.job(job_id), "app")
+        if app is None:
+            raise errors.JobNotFoundError(f"unknown job {job_id}")
+        k = self.keys
+        start = 0
+        while start >= 0:
+            code, nxt = self._call(
+                "cancel", [k.job(job_id), k.pending(app), k.finished(), k.events()],
+                [self.prefix, job_id, start, ENQUEUE_CHUNK, self._maxlen])
+            errors.raise_for_code(code, job_id=job_id, detail=f"cannot cancel job {job_id}: {nxt}")
+            start = int(nxt)
+
+    def retry(self, tid: str) -> None:
+        """Put a failed task back in the queue with fresh attempts."""
+        job_id, _ = split_task_id(tid)
+        app = self.redis.hget(self.keys.job(job_id), "app")
+        if app is None:
+            raise errors.TaskNotFoundError(f"unknown task {tid}")
+        k = self.keys
+        res = self._call("retry", [k.task(tid), k.job(job_id), k.pending(app), k.failed(),
+                                   k.finished(), k.events()], [self.prefix, tid, self._maxlen])
+        errors.raise_for_code(int(res[0]), task_id=tid, detail=str(res[1]) if len(res) > 1 else "")
+
+    # ---- reading ----------------------------------------------------------------------
+    def job(self, job_id: str, *, with_tasks: bool = True) -> JobStatus:
+        """A job's counters and (by default) all its tasks."""
+        h = self.redis.hgetall(self.keys.job(job_id))
+        if not h or h.get("state") == "staging":
+            raise errors.JobNotFoundError(f"unknown job {job_id}")
+        tasks = self.tasks(job_id, 0, int(h.get("total", 0))) if with_tasks else []
+        return JobStatus.from_hash(h, tasks)
+
+    def tasks(self, job_id: str, start: int = 0, stop: int | None = None) -> list[TaskInfo]:
+        """Tasks ``start`` .. ``stop - 1`` of a job."""
+        if stop is None:
+            stop = int(self.redis.hget(self.keys.job(job_id), "total") or 0)
+        out: list[TaskInfo] = []
+        for lo in range(start, stop, 1000):
+            ids = [task_id(job_id, i) for i in range(lo, min(lo + 1000, stop))]
+            pipe = self.redis.pipeline(transaction=False)
+            for tid in ids:
+                pipe.hgetall(self.keys.task(tid))
+            out += [TaskInfo.from_hash(tid, h) for tid, h in zip(ids, pipe.execute()) if h]
+        return out
+
+    def task(self, tid: str) -> TaskInfo:
+        """One task."""
+        h = self.redis.hgetall(self.keys.task(tid))
+        if not h:
+            raise errors.TaskNotFoundError(f"unknown task {tid}")
+        return TaskInfo.from_hash(tid, h)
+
+    def jobs(self, limit: int = 50) -> list[JobStatus]:
+        """The most recent jobs, newest first, without their tasks."""
+        ids = self.redis.zrevrange(self.keys.jobs(), 0, limit - 1)
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hgetall(self.keys.job(job_id))
+        return [JobStatus.from_hash(h, []) for h in pipe.execute() if h]
+
+    def failed_tasks(self, limit: int = 100) -> list[TaskInfo]:
+        """Tasks that failed for good, most recent first."""
+        ids = self.redis.zrevrange(self.keys.failed(), 0, limit - 1)
+        pipe = self.redis.pipeline(transaction=False)
+        for tid in ids:
+            pipe.hgetall(self.keys.task(tid))
+        return [TaskInfo.from_hash(t, h) for t, h in zip(ids, pipe.execute())
+                if h and h.get("state") == "failed"]
+
+    def workers(self, *, include_gone: bool = True, limit: int = 1000) -> list[WorkerInfo]:
+        """Registered workers, live ones first."""
+        ids = self.redis.zrevrange(self.keys.workers(), 0, limit - 1)
+        alive_scores = dict(self.redis.zrange(self.keys.alive(), 0, -1, withscores=True))
+        pipe = self.redis.pipeline(transaction=False)
+        for wid in ids:
+            pipe.hgetall(self.keys.worker(wid))
+            pipe.smembers(self.keys.held(wid))
+        res = pipe.execute()
+        out = []
+        for i, wid in enumerate(ids):
+            h, held = res[2 * i], res[2 * i + 1]
+            if not h:
+                continue
+            alive = wid in alive_scores
+            if not alive and not include_gone:
+                continue
+            out.append(WorkerInfo.from_hash(h, alive=alive, current=sorted(held)))
+        out.sort(key=lambda w: (not w.alive, w.host_id, w.name))
+        return out
+
+    def pending_count(self, app: str) -> int:
+        """Tasks of ``app`` waiting for a worker."""
+        return int(self.redis.zcard(self.keys.pending(app)))
+
+    def apps(self) -> list[str]:
+        """Every app that ever had a job in this namespace."""
+        return sorted(self.redis.smembers(self.keys.apps()))
+
+    def events(self, after: str = "0-0", *, count: int = 500,
+               block_ms: int | None = None) -> list[Event]:
+        """Events after id ``after`` (``"$"``: only new ones), oldest first."""
+        if block_ms is None:
+            rows = self.redis.xrange(self.keys.events(), f"({after}" if after != "0-0" else "-",
+                                     "+", count=count) if after != "$" else []
+        else:
+            res = self.redis.xread({self.keys.events(): after}, count=count, block=block_ms)
+            rows = res[0][1] if res else []
+        return [_event(eid, f) for eid, f in rows]
+
+    def recent_events(self, count: int = 200, *, job_id: str | None = None) -> list[Event]:
+        """The newest ``count`` events (of one job if given), oldest first."""
+        rows = self.redis.xrevrange(self.keys.events(), "+", "-",
+                                    count=count if job_id is None else count * 20)
+        evs = [_event(eid, f) for eid, f in rows]
+        if job_id is not None:
+            evs = [e for e in evs if e.fields.get("job") == job_id][:count]
+        return list(reversed(evs))
+
+    def last_event_id(self) -> str:
+        """Id of the newest event, or ``0-0``."""
+        rows = self.redis.xrevrange(self.keys.events(), "+", "-", count=1)
+        return rows[0][0] if rows else "0-0"
+
+    # ---- worker side ------------------------------------------------------------------
+    def register_worker(self, worker_id: str, fields: Mapping[str, Any], apps: Iterable[str],
+                        bench: Mapping[str, Mapping[str, float | None]] | None = None) -> bool:
+        """Join the fleet (or re-join); returns True if the id was known before."""
+        app_list = [a for a in apps]
+        for a in app_list:
+            if not _APP_RE.match(a):
+                raise errors.InputError(f"invalid app name {a!r}")
+        clean = {k: ("" if v is None else str(v)) for k, v in fields.items()}
+        k = self.keys
+        bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
+                                 for a, b in (bench or {}).items()})
+        code, rejoined = self._call(
+            "register",
+            [k.worker(worker_id), k.heartbeat(worker_id), k.workers(), k.alive(), k.events()],
+            [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,
+             json.dumps(clean), ",".join(app_list), bench_json])
+        return bool(int(rejoined))
+
+    def deregister_worker(self, worker_id: str) -> int:
+        """Leave the fleet; leases still held return to pending without using an attempt."""
+        k = self.keys
+        code, released = self._call(
+            "deregister",
+            [k.worker(worker_id), k.held(worker_id), k.heartbeat(worker_id), k.leases(),
+             k.alive(), k.inflight(), k.failed(), k.finished(), k.events()],
+            [self.prefix, worker_id, self._maxlen])
+        return int(released) if code == 0 else 0
+
+    def claim(self, worker_id: str, app: str, k: int = 1,
+              attempt_ids: Sequence[str] | None = None) -> ClaimResult:
+        """Lease up to ``k`` tasks of ``app``, or learn when to ask again."""
+        if k < 1:
+            raise ValueError("k must be >= 1")
+        ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
+        keys = self.keys
+        res = self._call(
+            "claim",
+            [keys.pending(app), keys.worker(worker_id), keys.held(worker_id),
+             keys.app_fleet(app), keys.app_workers(app), keys.leases(), keys.alive(),
+             keys.inflight(), keys.failed(), keys.finished(), keys.meta(), keys.events()],
+            [self.prefix, worker_id, app, k, self.settings.lease_ttl_ms, self._gap_ms,
+             self._maxlen, REAP_LIMIT, *ids])
+        code, now_ms, payload = int(res[0]), int(res[1]), res[2]
+        if code == errors.WAIT:
+            return ClaimResult("wait", [], int(payload) / 1000, now_ms)
+        if code == errors.EMPTY:
+            return ClaimResult("empty", [], int(payload) / 1000, now_ms)
+        errors.raise_for_code(code, detail=str(payload))
+        leases = [
+            Lease(task_id=d["tid"], job_id=d["job"], index=int(d["index"]), app=app,
+                  input=d["input"], cost=float(d["cost"]), params=json.loads(d["params"]),
+                  lease_gen=int(d["lease_gen"]), attempt_id=d["attempt_id"],
+                  attempt=int(d["attempt"]), deadline_ms=int(d["deadline_ms"]),
+                  predicted_s=None if d.get("predicted_s") is None else float(d["predicted_s"]))
+            for d in json.loads(payload)
+        ]
+        return ClaimResult("ok", leases, 0.0, now_ms)
+
+    def renew(self, worker_id: str, leases: Iterable[Lease]) -> RenewResult:
+        """Heartbeat: extend held leases; report lost ones (all of them if the worker is lost)."""
+        k = self.keys
+        args: list[Any] = [self.prefix, worker_id, self.settings.lease_ttl_ms, self._gap_ms,
+                           self._maxlen, REAP_LIMIT]
+        for lease in leases:
+            args += [lease.task_id, lease.lease_gen, lease.attempt_id]
+        code, now_ms, lost = self._call(
+            "renew",
+            [k.worker(worker_id), k.heartbeat(worker_id), k.leases(), k.alive(), k.inflight(),
+             k.failed(), k.finished(), k.meta(), k.events()], args)
+        return RenewResult(lost=list(lost), now_ms=int(now_ms),
+                           worker_lost=int(code) == errors.WORKER_LOST)
+
+    def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
+                 warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
+        """Commit a result; raises StaleResultError if the lease is no longer current."""
+        k = self.keys
+        code, finished = self._call(
+            "complete",
+            [k.task(lease.task_id), k.job(lease.job_id), k.worker(worker_id), k.held(worker_id),
+             k.app_fleet(lease.app), k.leases(), k.alive(), k.inflight(), k.failed(),
+             k.finished(), k.events()],
+            [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
+             result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha, self._maxlen,
+             json.dumps(dict(meta or {}))])
+        code = int(code)
+        errors.raise_for_code(code, task_id=lease.task_id)
+        return CompleteResult(job_finished=bool(int(finished)), replayed=code == errors.ALREADY)
+
+    def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "") -> FailResult:
+        """Report a failed run: ``kind`` is ``error``, ``oom`` or ``shutdown``."""
+        k = self.keys
+        code, state = self._call(
+            "fail",
+            [k.task(lease.task_id), k.job(lease.job_id), k.worker(worker_id), k.held(worker_id),
+             k.pending(lease.app), k.leases(), k.inflight(), k.failed(), k.finished(),
+             k.events()],
+            [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id, kind,
+             message[:MAX_ERROR_CHARS], self._maxlen])
+        errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
+        return FailResult(requeued=state == "pending", state=str(state))
+
+    def reap(self, limit: int = REAP_LIMIT) -> dict[str, int]:
+        """Requeue expired leases and lost workers' tasks now (claims also do it lazily)."""
+        k = self.keys
+        _, workers, leases, deleted = self._call(
+            "reap", [*self._ns_keys()[:5], k.meta(), k.events(), k.staging()],
+            [self.prefix, self.settings.lease_ttl_ms, self._gap_ms, self._maxlen, limit,
+             STAGING_ABANDONED_MS])
+        return {"workers_lost": int(workers), "leases_expired": int(leases),
+                "staged_deleted": int(deleted)}
+
+    def server_time_ms(self) -> int:
+        """Redis's clock in ms (the only clock leases use)."""
+        sec, usec = self.redis.time()
+        return int(sec) * 1000 + int(usec) // 1000
+
+
+def _event(eid: str, fields: Mapping[str, str]) -> Event:
+    f = dict(fields)
+    etype = f.pop("type", "")
+    return Event(id=eid, type=etype, ts_ms=int(eid.split("-")[0]), fields=f)
+

@@ -1,0 +1,67 @@
+"""Redis connections from URLs: auth, TLS (``rediss://``), unix sockets and Redis Cluster."""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
+
+from nova_queue.errors import ConfigError
+
+#: Socket timeouts suit WAN links with > 1 s round trips; blocking reads stay below them.
+SOCKET_TIMEOUT_S = 15.0
+CONNECT_TIMEOUT_S = 5.0
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (safe for logs and errors)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<invalid url>"
+    if parts.password is None and "@" not in parts.netloc:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    netloc = f"{user}:***@{host}" if (user or parts.password) else host
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def connect(url: str, *, decode_responses: bool = True, **kwargs: Any) -> redis.Redis:
+    """A client for ``url``; ``?cluster=true`` connects to a Redis Cluster."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:
+        raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {exc}") from None
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ConfigError(
+            f"invalid Redis URL {redact_url(url)!r}: use redis://, rediss:// (TLS) or unix://"
+        )
+    query = urllib.parse.parse_qs(parts.query)
+    cluster = query.pop("cluster", ["false"])[-1].lower() in ("1", "true", "yes")
+    clean_url = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, doseq=True)))
+    options: dict[str, Any] = {
+        "decode_responses": decode_responses,
+        "socket_timeout": SOCKET_TIMEOUT_S,
+        "socket_connect_timeout": CONNECT_TIMEOUT_S,
+        "socket_keepalive": True,
+        "health_check_interval": 30,
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), 3),
+        "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
+        **kwargs,
+    }
+    try:
+        if cluster:
+            from redis.cluster import RedisCluster
+
+            options.pop("health_check_interval", None)
+            options.pop("retry_on_error", None)
+            return RedisCluster.from_url(clean_url, **options)  # type: ignore[return-value]
+        return redis.Redis.from_url(clean_url, **options)
+    except ValueError as exc:
+        raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {exc}") from None

@@ -1,0 +1,139 @@
+"""One exception hierarchy for every domain state, and the Lua status codes behind it.
+
+Scripts return small integer codes (see each script's header); :func:`raise_for_code`
+is the only place that turns them into exceptions.
+"""
+
+from __future__ import annotations
+
+# Status codes shared by every script in nova_queue/lua/.
+OK = 0
+ALREADY = 1  # idempotent replay of an operation that already took effect
+WAIT = 2  # claim: work exists, but a faster worker will finish it sooner
+EMPTY = 3  # claim: nothing pending and nothing in flight for this app
+UNKNOWN_TASK = -1
+NOT_LEASED = -2
+WRONG_WORKER = -3
+LEASE_GEN_MISMATCH = -4
+ATTEMPT_MISMATCH = -5
+JOB_CANCELLED = -6
+UNKNOWN_JOB = -7
+JOB_EXISTS = -8
+BAD_INPUT = -9
+WORKER_LOST = -10
+BAD_STATE = -11
+
+
+class NovaError(Exception):
+    """Base class of every error nova-queue raises on purpose."""
+
+
+class ConfigError(NovaError):
+    """A setting, URL or option is invalid."""
+
+
+class InputError(NovaError):
+    """User input (a prompts file, a parameter) was rejected; nothing was enqueued."""
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
+        self.source, self.line, self.reason = source, line, message
+        where = source or ""
+        if line is not None:
+            where = f"{where}:{line}" if where else f"line {line}"
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class JobNotFoundError(NovaError):
+    """No job with that id exists in this namespace."""
+
+
+class JobExistsError(NovaError):
+    """A job with that id already exists."""
+
+
+class InvalidStateError(NovaError):
+    """The operation does not apply to the object's current state."""
+
+
+class TaskNotFoundError(NovaError):
+    """No task with that id exists."""
+
+
+class LeaseError(NovaError):
+    """A lease-fenced operation was refused."""
+
+
+class LeaseLostError(LeaseError):
+    """The worker no longer holds the lease (expired, reaped, re-leased or cancelled)."""
+
+
+class StaleResultError(LeaseLostError):
+    """A completion or failure report was rejected: it does not hold the current lease."""
+
+    def __init__(self, task_id: str, reason: str):
+        self.task_id, self.reason = task_id, reason
+        super().__init__(f"stale report for task {task_id} rejected: {reason}")
+
+
+class JobCancelledError(StaleResultError):
+    """The task's job was cancelled; its result is not wanted."""
+
+
+class WorkerLostError(NovaError):
+    """The worker is not registered or was declared lost; it must register again."""
+
+
+class StoreError(NovaError):
+    """The result store failed or refused an operation."""
+
+
+class ObjectExistsError(StoreError):
+    """A write-once key already holds an object."""
+
+
+class ObjectNotFoundError(StoreError):
+    """No object under that key."""
+
+
+class BackendError(NovaError):
+    """The requested compute backend is missing or failed its self-test."""
+
+
+class AppError(NovaError):
+    """An app is unknown, failed to load, or rejected its parameters."""
+
+
+class ModelNotFoundError(AppError):
+    """A model could not be found locally and cannot be downloaded."""
+
+
+_STALE_REASONS = {
+    NOT_LEASED: "task is not leased",
+    WRONG_WORKER: "task is leased by another worker",
+    LEASE_GEN_MISMATCH: "lease_gen does not match the current lease",
+    ATTEMPT_MISMATCH: "attempt_id does not match the current lease",
+}
+
+
+def raise_for_code(code: int, *, task_id: str = "", job_id: str = "", detail: str = "") -> None:
+    """Raise the exception for a negative script status code; return for success codes."""
+    if code >= 0:
+        return
+    if code in _STALE_REASONS:
+        reason = _STALE_REASONS[code] + (f" ({detail})" if detail else "")
+        raise StaleResultError(task_id, reason)
+    if code == JOB_CANCELLED:
+        raise JobCancelledError(task_id, "job was cancelled")
+    if code == UNKNOWN_TASK:
+        raise TaskNotFoundError(f"unknown task {task_id}")
+    if code == UNKNOWN_JOB:
+        raise JobNotFoundError(f"unknown job {job_id}")
+    if code == JOB_EXISTS:
+        raise JobExistsError(f"job {job_id} already exists")
+    if code == BAD_INPUT:
+        raise InputError(detail or "invalid input")
+    if code == WORKER_LOST:
+        raise WorkerLostError(detail or "worker is not registered or was declared lost")
+    if code == BAD_STATE:
+        raise InvalidStateError(detail or "invalid state")
+    raise NovaError(f"unexpected status code {code} {detail}")

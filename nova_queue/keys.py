@@ -1,0 +1,169 @@
+"""The Redis keyspace. This docstring is the schema; ``tests/test_keys.py`` pins it.
+
+Every key of a namespace starts with ``nova:{<ns>}:`` — the braces are a Redis Cluster
+hash tag, so all keys of one namespace live in one slot and every script runs on a
+cluster. Scripts build keys for ids they discover (task ids, worker ids, app names)
+from that same prefix; all other keys arrive in ``KEYS``.
+
+Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
+Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
+G register, D deregister, T retry, A abort. Readers: W worker runtime, U CLI/API,
+B web gallery, M metrics, Q post-processing.
+
+======================================  =======  ===  =================  ========
+key                                     type     TTL  written by         read by
+======================================  =======  ===  =================  ========
+nova:{ns}:job:<job>                     hash     -    E C K F P X T      C U B Q
+nova:{ns}:task:<job>:<index>            hash     -    E C R K F P X T A  U B Q
+nova:{ns}:jobs                          zset     -    E                  U B
+nova:{ns}:staging                       zset     -    E A P              P
+nova:{ns}:stage:<job>                   zset     -    E A                E
+nova:{ns}:pending:<app>                 zset     -    E C F P X T        C B M
+nova:{ns}:leases                        zset     -    C R K F P          P M
+nova:{ns}:inflight                      hash     -    C K F P            C M
+nova:{ns}:seq                           string   -    E                  E
+nova:{ns}:apps                          set      -    E                  B M
+nova:{ns}:failed                        zset     -    F P T              B
+nova:{ns}:finished                      zset     -    K F P X            Q
+nova:{ns}:workers                       zset     -    G P                U B M
+nova:{ns}:alive                         zset     -    G R P D            C P
+nova:{ns}:worker:<wid>                  hash     -    G C R K F P D      C U B M
+nova:{ns}:hb:<wid>                      string   TTL  G R D              U B
+nova:{ns}:held:<wid>                    set      -    C K F P D          P D
+nova:{ns}:app:<app>:workers             set      -    G P D              B
+nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
+nova:{ns}:meta                          hash     -    C R P              C R P
+nova:{ns}:events                        stream   -    all writers        B U
+======================================  =======  ===  =================  ========
+
+Fields and members:
+
+- ``job:<job>``: ``id app params`` (JSON object) ``priority max_attempts name created_ms
+  started_ms finished_ms state`` (staging | queued | running | done | cancelled)
+  ``total staged pending leased done failed cancelled`` (task counts) ``seq0``.
+- ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | done | failed |
+  cancelled) ``input cost seq``; at claim ``lease_gen attempt_id attempt_count worker
+  worker_name backend host deadline_ms claimed_ms predicted_s``; at commit ``result
+  finished_ms run_s warm cold_s meta``; on failure ``error error_kind last_worker oom``
+  (comma-separated worker ids that ran out of memory on it). A task id is ``<job>:<index>``.
+- ``pending:<app>``: task ids scored ``(1000 - priority) * 2**42 + seq`` — priority first,
+  then FIFO; a requeued task keeps its seq and returns to its old place.
+- ``leases``: leased task ids scored by lease deadline (ms). Reaping sweeps it.
+- ``inflight``: app -> number of leased tasks (``claim`` tells EMPTY from WAIT with it).
+- ``jobs`` / ``staging`` / ``finished`` / ``failed``: ids scored by created / created /
+  finished / failed time. ``finished`` is the post-processing outbox.
+- ``workers``: every registered worker id scored by join time; ``alive``: live worker ids
+  scored by heartbeat expiry (ms), swept to find lost workers.
+- ``worker:<wid>``: ``id name host host_id node_id pid backend device memory_total
+  memory_free apps`` (comma list) ``capability`` (JSON) ``gflops joined_ms last_seen_ms
+  state`` (idle | busy | lost | stopped) ``busy_until_ms tasks_done failures oom claims``
+  and per app ``bench:<app>`` (startup benchmark, s per cost unit) ``ema:<app>`` (moving
+  average of warm runs, s per cost unit) ``n:<app>`` (warm samples) ``cold:<app>``
+  (first-run compile/warm-up s) ``load:<app>`` (load s) ``done:<app>``.
+- ``hb:<wid>``: ``1`` with a TTL of the lease TTL; renewed every heartbeat.
+- ``held:<wid>``: task ids the worker leases.
+- ``app:<app>:workers``: live workers serving the app; ``app:<app>:fleet``: those with a
+  speed estimate, scored by it (s per cost unit).
+- ``meta``: ``last_tick_ms`` (last script run) and ``grace_until_ms`` (no reaping before;
+  set after Redis was unreachable, so lease holders get one renewal window).
+- ``events``: ``XADD`` with ``MAXLEN ~``; fields ``type`` (enqueued claimed completed
+  stale_rejected failed requeued cancelled job_finished job_cancelled worker_joined
+  worker_left worker_lost) ``job task worker`` and type-specific fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class Keyspace:
+    """Builds every key of one namespace."""
+
+    namespace: str = "default"
+
+    @property
+    def prefix(self) -> str:
+        return f"nova:{{{self.namespace}}}:"
+
+    def _k(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    # jobs and tasks
+    def job(self, job_id: str) -> str:
+        return self._k("job", job_id)
+
+    def task(self, task_id: str) -> str:
+        return self._k("task", task_id)
+
+    def jobs(self) -> str:
+        return self._k("jobs")
+
+    def staging(self) -> str:
+        return self._k("staging")
+
+    def stage(self, job_id: str) -> str:
+        return self._k("stage", job_id)
+
+    def pending(self, app: str) -> str:
+        return self._k("pending", app)
+
+    def leases(self) -> str:
+        return self._k("leases")
+
+    def inflight(self) -> str:
+        return self._k("inflight")
+
+    def seq(self) -> str:
+        return self._k("seq")
+
+    def apps(self) -> str:
+        return self._k("apps")
+
+    def failed(self) -> str:
+        return self._k("failed")
+
+    def finished(self) -> str:
+        return self._k("finished")
+
+    # workers
+    def workers(self) -> str:
+        return self._k("workers")
+
+    def alive(self) -> str:
+        return self._k("alive")
+
+    def worker(self, worker_id: str) -> str:
+        return self._k("worker", worker_id)
+
+    def heartbeat(self, worker_id: str) -> str:
+        return self._k("hb", worker_id)
+
+    def held(self, worker_id: str) -> str:
+        return self._k("held", worker_id)
+
+    def app_workers(self, app: str) -> str:
+        return self._k("app", app, "workers")
+
+    def app_fleet(self, app: str) -> str:
+        return self._k("app", app, "fleet")
+
+    # namespace-wide
+    def meta(self) -> str:
+        return self._k("meta")
+
+    def events(self) -> str:
+        return self._k("events")
+
+
+def task_id(job_id: str, index: int) -> str:
+    """The id of task ``index`` of ``job_id``."""
+    return f"{job_id}:{index}"
+
+
+def split_task_id(tid: str) -> tuple[str, int]:
+    """``"<job>:<index>"`` -> ``(job, index)``."""
+    job, _, index = tid.rpartition(":")
+    return job, int(index)

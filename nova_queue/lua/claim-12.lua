@@ -1,0 +1,262 @@
+--[[ claim: leases up to k pending tasks of one app to a worker, weighing predicted
+  completion time, after lazily reaping lost workers and expired leases.
+
+  Policy. R tasks are pending; every other live worker v of the app has an estimate t_v
+  (seconds per cost unit) and a predicted free time b_v (never before now). Worker w
+  (estimate t_w) gets its m-th task, of cumulative cost C_m, only if the others could
+  not finish all the remaining work before w would finish it:
+      sum_v n_v < R - m + 1,   n_v = ceil(x_v) - 1 for x_v = (now + t_w*C_m - b_v) / (t_v*c) > 0
+  (c = head task's cost). n_v counts the tasks v finishes strictly before w would, so
+  equally fast idle workers never wait on each other: the fastest idle worker always
+  gets work (floor(x_v) would deadlock a fleet of identical workers at the tail).
+  Fast path, O(log n): the left side is at most N * t_w * C_m / (t_min * c) (N, t_min:
+  size and best estimate of the fleet), so while R is large no worker is visited.
+  A worker without samples uses its startup benchmark, scaled by the fleet's median
+  ratio of measured to benchmarked speed; a worker with no estimate at all explores
+  (one task). Tasks a worker ran out of memory on go to others while others remain.
+
+  KEYS[1]  pending zset        nova:{ns}:pending:<app>
+  KEYS[2]  worker hash         nova:{ns}:worker:<wid>
+  KEYS[3]  held set            nova:{ns}:held:<wid>
+  KEYS[4]  fleet zset          nova:{ns}:app:<app>:fleet
+  KEYS[5]  app workers set     nova:{ns}:app:<app>:workers
+  KEYS[6]  leases zset         nova:{ns}:leases
+  KEYS[7]  alive zset          nova:{ns}:alive
+  KEYS[8]  inflight hash       nova:{ns}:inflight
+  KEYS[9]  failed zset         nova:{ns}:failed
+  KEYS[10] finished zset       nova:{ns}:finished
+  KEYS[11] meta hash           nova:{ns}:meta
+  KEYS[12] events stream       nova:{ns}:events
+
+  ARGV[1]  key prefix ("nova:{ns}:")
+  ARGV[2]  worker id
+  ARGV[3]  app
+  ARGV[4]  k: most tasks to lease (>= 1)
+  ARGV[5]  lease TTL (ms)
+  ARGV[6]  gap (ms) after which a silent Redis opens a grace window
+  ARGV[7]  events MAXLEN (approximate)
+  ARGV[8]  reap limit per call
+  ARGV[9..8+k] a fresh random attempt id per task; a call whose ARGV[9] equals the
+           previous claim's is a retry (its reply was lost) and returns those leases
+
+  Returns {code, now_ms, payload}
+    0 OK     payload = JSON list of leases {tid, job, index, input, cost, params,
+             lease_gen, attempt_id, attempt, deadline_ms, predicted_s}
+    2 WAIT   payload = retry-after hint (ms): faster workers will finish the work sooner
+    3 EMPTY  payload = retry-after hint (ms): nothing pending and nothing in flight
+  -10 WORKER_LOST  the worker is not registered (or was declared lost): register again
+]]
+--- @include "common"
+--- @include "clock"
+--- @include "release"
+
+local pending_key, worker_key, held_key, fleet_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local app_workers_key, leases_key, alive_key = KEYS[5], KEYS[6], KEYS[7]
+local prefix, wid, app = ARGV[1], ARGV[2], ARGV[3]
+local k, ttl_ms = tonumber(ARGV[4]), tonumber(ARGV[5])
+local ctx = {
+  prefix = prefix, leases = leases_key, alive = alive_key, inflight = KEYS[8],
+  failed = KEYS[9], finished = KEYS[10], meta = KEYS[11], events = KEYS[12], maxlen = ARGV[7],
+}
+local now = now_ms()
+local grace = tick(ctx, now, tonumber(ARGV[6]), ttl_ms)
+reap(ctx, now, grace, tonumber(ARGV[8]))
+
+if not redis.call('ZSCORE', alive_key, wid) then
+  return { -10, int(now), 'worker ' .. wid .. ' is not registered' }
+end
+
+-- a retried claim whose reply was lost gets the same leases back, not new ones
+if redis.call('HGET', worker_key, 'last_claim') == ARGV[9] then
+  local wanted = {}
+  for i = 9, #ARGV do
+    wanted[ARGV[i]] = true
+  end
+  local again = {}
+  for _, tid in ipairs(redis.call('SMEMBERS', held_key)) do
+    local t = redis.call('HMGET', prefix .. 'task:' .. tid, 'state', 'attempt_id', 'lease_gen',
+      'attempt_count', 'input', 'cost', 'deadline_ms', 'predicted_s')
+    if t[1] == 'leased' and wanted[t[2]] then
+      again[#again + 1] = {
+        tid = tid, job = job_of(tid), index = tonumber(index_of(tid)), input = t[5],
+        cost = tonumber(t[6]) or 1, params = redis.call('HGET', prefix .. 'job:' .. job_of(tid), 'params') or '{}',
+        lease_gen = tonumber(t[3]), attempt_id = t[2], attempt = tonumber(t[4]),
+        deadline_ms = t[7], predicted_s = tonumber(t[8]) or cjson.null,
+      }
+    end
+  end
+  if #again > 0 then
+    return { 0, int(now), cjson.encode(again) }
+  end
+end
+
+local R = redis.call('ZCARD', pending_key)
+if R == 0 then
+  local inflight = tonumber(redis.call('HGET', ctx.inflight, app) or '0') or 0
+  if inflight > 0 then
+    return { 2, int(now), 500 }
+  end
+  return { 3, int(now), 1000 }
+end
+
+-- this worker's estimate (seconds per cost unit), or nil
+local function estimate()
+  local w = redis.call('HMGET', worker_key, 'ema:' .. app, 'n:' .. app, 'bench:' .. app)
+  if (tonumber(w[2]) or 0) > 0 and tonumber(w[1]) then
+    return tonumber(w[1])
+  end
+  local bench = tonumber(w[3])
+  if not bench then
+    return nil
+  end
+  local ratios = {}
+  local members = redis.call('ZRANGE', fleet_key, 0, 63)
+  for _, v in ipairs(members) do
+    if v ~= wid then
+      local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'ema:' .. app, 'n:' .. app, 'bench:' .. app)
+      if (tonumber(h[2]) or 0) > 0 and tonumber(h[1]) and (tonumber(h[3]) or 0) > 0 then
+        ratios[#ratios + 1] = tonumber(h[1]) / tonumber(h[3])
+      end
+    end
+  end
+  if #ratios == 0 then
+    return bench
+  end
+  table.sort(ratios)
+  return bench * ratios[math.floor((#ratios + 1) / 2)]
+end
+
+-- candidate tasks in queue order, skipping cancelled jobs and tasks this worker ran
+-- out of memory on (while another live worker of the app has not)
+local candidates, costs = {}, {}
+local live_workers = redis.call('SCARD', app_workers_key)
+local scan = redis.call('ZRANGE', pending_key, 0, k + 31)
+for _, tid in ipairs(scan) do
+  if #candidates >= k then
+    break
+  end
+  local task_key = prefix .. 'task:' .. tid
+  local t = redis.call('HMGET', task_key, 'cost', 'oom')
+  local job_key = prefix .. 'job:' .. job_of(tid)
+  if redis.call('HGET', job_key, 'state') == 'cancelled' then
+    redis.call('ZREM', pending_key, tid)
+    redis.call('HSET', task_key, 'state', 'cancelled')
+    redis.call('HINCRBY', job_key, 'pending', -1)
+    redis.call('HINCRBY', job_key, 'cancelled', 1)
+    finish_job_if_done(ctx, job_key, job_of(tid), now)
+  else
+    local skip = false
+    if t[2] and string.find(',' .. t[2] .. ',', ',' .. wid .. ',', 1, true) then
+      local tried = select(2, string.gsub(t[2], '[^,]+', ''))
+      skip = tried < live_workers
+    end
+    if not skip then
+      candidates[#candidates + 1] = tid
+      costs[#costs + 1] = tonumber(t[1]) or 1
+    end
+  end
+end
+if #candidates == 0 then
+  return { 2, int(now), 1000 }
+end
+R = redis.call('ZCARD', pending_key)
+
+local t_w = estimate()
+local grant = 0
+if not t_w then
+  grant = 1 -- explore: no data at all
+else
+  redis.call('ZADD', fleet_key, 'XX', num(t_w), wid)
+  local c = costs[1]
+  local kk = #candidates
+  local C = 0
+  for i = 1, kk do
+    C = C + costs[i]
+  end
+  local N = redis.call('ZCARD', fleet_key)
+  local best = redis.call('ZRANGE', fleet_key, 0, 0, 'WITHSCORES')
+  local t_min = math.max(tonumber(best[2] or t_w) or t_w, 1e-9)
+  if N == 0 or N * t_w * C / (t_min * c) < R - kk + 1 then
+    grant = kk -- fast path: the others cannot possibly finish the queue first
+  else
+    local others = {}
+    local members = redis.call('ZRANGE', fleet_key, 0, -1, 'WITHSCORES')
+    for i = 1, #members, 2 do
+      local v = members[i]
+      if v ~= wid then
+        local b = tonumber(redis.call('HGET', prefix .. 'worker:' .. v, 'busy_until_ms') or '0') or 0
+        -- {ms per task, ms until free}: offsets from now keep the arithmetic exact
+        others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000, math.max(b - now, 0) }
+      end
+    end
+    C = 0
+    for m = 1, kk do
+      C = C + costs[m]
+      local finish = t_w * C * 1000 -- ms from now
+      local s = 0
+      for _, o in ipairs(others) do
+        local x = (finish - o[2]) / o[1]
+        if x > 0 then
+          s = s + math.ceil(x - 1e-9) - 1 -- tasks v finishes strictly before w would
+        end
+      end
+      if s < R - m + 1 then
+        grant = m
+      else
+        break
+      end
+    end
+    if grant == 0 then
+      local hint = 1000
+      for _, o in ipairs(others) do
+        if o[2] > 0 and o[2] < hint then
+          hint = o[2]
+        end
+      end
+      return { 2, int(now), int(math.max(hint, 50)) }
+    end
+  end
+end
+
+-- lease the granted tasks
+local w = redis.call('HMGET', worker_key, 'name', 'backend', 'host')
+local deadline = now + ttl_ms
+local leases = {}
+local busy = 0
+for i = 1, grant do
+  local tid = candidates[i]
+  local task_key = prefix .. 'task:' .. tid
+  local job_id = job_of(tid)
+  local job_key = prefix .. 'job:' .. job_id
+  local gen = redis.call('HINCRBY', task_key, 'lease_gen', 1)
+  local attempt = redis.call('HINCRBY', task_key, 'attempt_count', 1)
+  local attempt_id = ARGV[8 + i]
+  local predicted = t_w and (t_w * costs[i]) or nil
+  busy = busy + (predicted or 0)
+  redis.call('ZREM', pending_key, tid)
+  redis.call('HSET', task_key, 'state', 'leased', 'worker', wid, 'worker_name', w[1] or '',
+    'backend', w[2] or '', 'host', w[3] or '', 'attempt_id', attempt_id,
+    'deadline_ms', int(deadline), 'claimed_ms', int(now), 'predicted_s', predicted and num(predicted) or '')
+  redis.call('ZADD', leases_key, deadline, tid)
+  redis.call('SADD', held_key, tid)
+  local j = redis.call('HMGET', job_key, 'state', 'params')
+  redis.call('HINCRBY', job_key, 'pending', -1)
+  redis.call('HINCRBY', job_key, 'leased', 1)
+  if j[1] == 'queued' then
+    redis.call('HSET', job_key, 'state', 'running', 'started_ms', int(now))
+  end
+  local input = redis.call('HGET', task_key, 'input')
+  leases[i] = {
+    tid = tid, job = job_id, index = tonumber(index_of(tid)), input = input, cost = costs[i],
+    params = j[2] or '{}', lease_gen = gen, attempt_id = attempt_id, attempt = attempt,
+    deadline_ms = int(deadline), predicted_s = predicted or cjson.null,
+  }
+  emit(ctx, 'claimed', 'job', job_id, 'task', index_of(tid), 'worker', wid, 'name', w[1] or '',
+    'backend', w[2] or '', 'lease_gen', gen, 'attempt', attempt,
+    'predicted_s', predicted and num(predicted) or '')
+end
+redis.call('HINCRBY', ctx.inflight, app, grant)
+redis.call('HINCRBY', worker_key, 'claims', grant)
+redis.call('HSET', worker_key, 'state', 'busy', 'busy_until_ms', int(now + busy * 1000),
+  'last_claim', ARGV[9])
+return { 0, int(now), cjson.encode(leases) }

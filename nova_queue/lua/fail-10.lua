@@ -1,0 +1,80 @@
+--[[ fail: a worker reports that a leased task did not produce a result. Fenced like
+  complete. The kind decides: "shutdown" releases without using an attempt; "oom"
+  records that this worker could not hold the task (claims send it elsewhere) and
+  requeues while attempts remain; "error" requeues while attempts remain. A task out
+  of attempts is failed with the error; its job still finishes.
+
+  KEYS[1]  task hash        nova:{ns}:task:<job>:<index>
+  KEYS[2]  job hash         nova:{ns}:job:<job>
+  KEYS[3]  worker hash      nova:{ns}:worker:<wid>
+  KEYS[4]  held set         nova:{ns}:held:<wid>
+  KEYS[5]  pending zset     nova:{ns}:pending:<app>
+  KEYS[6]  leases zset      nova:{ns}:leases
+  KEYS[7]  inflight hash    nova:{ns}:inflight
+  KEYS[8]  failed zset      nova:{ns}:failed
+  KEYS[9]  finished zset    nova:{ns}:finished
+  KEYS[10] events stream    nova:{ns}:events
+
+  ARGV[1] key prefix ("nova:{ns}:")
+  ARGV[2] worker id
+  ARGV[3] task id
+  ARGV[4] lease_gen
+  ARGV[5] attempt_id
+  ARGV[6] kind: "error" | "oom" | "shutdown"
+  ARGV[7] error message (already truncated by the caller)
+  ARGV[8] events MAXLEN (approximate)
+
+  Returns {code, new state}
+    0  OK      new state = "pending" (requeued) | "failed" | "cancelled"
+   -1  UNKNOWN_TASK
+   -2 .. -5   stale, as in complete
+   -9  BAD_INPUT (unknown kind)
+]]
+--- @include "common"
+--- @include "release"
+
+local task_key, job_key, worker_key = KEYS[1], KEYS[2], KEYS[3]
+local prefix, wid, tid, gen, attempt_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local kind, message = ARGV[6], ARGV[7]
+local ctx = {
+  prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8], finished = KEYS[9],
+  events = KEYS[10], maxlen = ARGV[8],
+}
+if kind ~= 'error' and kind ~= 'oom' and kind ~= 'shutdown' then
+  return { -9, 'unknown failure kind ' .. kind }
+end
+local now = now_ms()
+
+local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id', 'oom')
+if not t[1] then
+  return { -1, '' }
+end
+local code = 0
+if t[1] ~= 'leased' then
+  code = -2
+elseif t[2] ~= wid then
+  code = -3
+elseif t[3] ~= gen then
+  code = -4
+elseif t[4] ~= attempt_id then
+  code = -5
+end
+if code ~= 0 then
+  emit(ctx, 'stale_rejected', 'job', job_of(tid), 'task', index_of(tid), 'worker', wid,
+    'op', 'fail', 'lease_gen', gen, 'current_gen', t[3] or '', 'state', t[1], 'code', code)
+  return { code, t[1] }
+end
+
+if kind == 'oom' then
+  local tried = t[5] and (t[5] .. ',' .. wid) or wid
+  redis.call('HSET', task_key, 'oom', tried)
+  redis.call('HINCRBY', worker_key, 'oom', 1)
+end
+if kind ~= 'shutdown' then
+  redis.call('HINCRBY', worker_key, 'failures', 1)
+end
+local state = release(ctx, tid, now, kind, message, kind ~= 'shutdown')
+if redis.call('SCARD', KEYS[4]) == 0 and redis.call('EXISTS', worker_key) == 1 then
+  redis.call('HSET', worker_key, 'state', 'idle', 'busy_until_ms', int(now))
+end
+return { 0, state }

@@ -1,0 +1,19 @@
+--[[ clock: detects that no script ran for longer than gap_ms (Redis was down or
+  unreachable) and then opens a grace window of one lease TTL in which nothing is
+  reaped, so live holders can renew before their leases count as expired.
+  ctx fields used: meta.
+]]
+local function tick(ctx, now, gap_ms, ttl_ms)
+  local m = redis.call('HMGET', ctx.meta, 'last_tick_ms', 'grace_until_ms')
+  local last = tonumber(m[1]) or 0
+  local grace = tonumber(m[2]) or 0
+  if last > 0 and now - last > gap_ms and now + ttl_ms > grace then
+    grace = now + ttl_ms
+    redis.call('HSET', ctx.meta, 'grace_until_ms', int(grace))
+    emit(ctx, 'grace', 'gap_ms', int(now - last), 'until_ms', int(grace))
+  end
+  if now > last then
+    redis.call('HSET', ctx.meta, 'last_tick_ms', int(now))
+  end
+  return grace
+end

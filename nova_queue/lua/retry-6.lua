@@ -1,0 +1,45 @@
+--[[ retry: puts a failed task back to pending with fresh attempts (the web gallery's
+  requeue action). Its job runs again if it had finished.
+
+  KEYS[1] task hash        nova:{ns}:task:<job>:<index>
+  KEYS[2] job hash         nova:{ns}:job:<job>
+  KEYS[3] pending zset     nova:{ns}:pending:<app>  (the job's app)
+  KEYS[4] failed zset      nova:{ns}:failed
+  KEYS[5] finished zset    nova:{ns}:finished
+  KEYS[6] events stream    nova:{ns}:events
+
+  ARGV[1] key prefix ("nova:{ns}:")
+  ARGV[2] task id
+  ARGV[3] events MAXLEN (approximate)
+
+  Returns {code}
+    0  OK
+   -1  UNKNOWN_TASK
+  -11  BAD_STATE (the task is not failed, or its job was cancelled)
+]]
+--- @include "common"
+
+local task_key, job_key, pending_key = KEYS[1], KEYS[2], KEYS[3]
+local prefix, tid = ARGV[1], ARGV[2]
+local ctx = { prefix = prefix, events = KEYS[6], maxlen = ARGV[3] }
+local t = redis.call('HMGET', task_key, 'state', 'seq')
+if not t[1] then
+  return { -1 }
+end
+local j = redis.call('HMGET', job_key, 'state', 'priority')
+if t[1] ~= 'failed' or j[1] == 'cancelled' then
+  return { -11, 'task is ' .. t[1] .. ', job is ' .. (j[1] or '?') }
+end
+redis.call('HSET', task_key, 'state', 'pending', 'attempt_count', 0)
+redis.call('HDEL', task_key, 'oom')
+redis.call('ZADD', pending_key, pending_score(j[2], t[2]), tid)
+redis.call('ZREM', KEYS[4], tid)
+redis.call('HINCRBY', job_key, 'failed', -1)
+redis.call('HINCRBY', job_key, 'pending', 1)
+if j[1] == 'done' then
+  redis.call('HSET', job_key, 'state', 'running')
+  redis.call('HDEL', job_key, 'finished_ms')
+  redis.call('ZREM', KEYS[5], job_of(tid))
+end
+emit(ctx, 'retried', 'job', job_of(tid), 'task', index_of(tid))
+return { 0 }

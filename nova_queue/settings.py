@@ -1,0 +1,107 @@
+"""One frozen settings object, read from ``NOVA_*`` environment variables.
+
+Every default is defined here and nowhere else; the CLI's options read the
+same environment variables and the web app reads this object. The README's
+configuration table mirrors :data:`FIELDS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from nova_queue.errors import ConfigError
+
+DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Runtime configuration shared by the library, the CLI, workers and the web app."""
+
+    #: Redis URL; ``redis://``, ``rediss://`` (TLS) and ``unix://``, credentials included.
+    #: Env ``NOVA_REDIS_URL``, falling back to ``REDIS_URL``.
+    redis_url: str = DEFAULT_REDIS_URL
+    #: Namespace: every key is ``nova:{<namespace>}:...``. Env ``NOVA_NAMESPACE``.
+    namespace: str = "default"
+    #: Result store URL: ``file:///abs/path`` or ``s3://bucket/prefix``. Env ``NOVA_STORE_URL``.
+    #: Empty means ``file://<home>/.nova/results``.
+    store_url: str = ""
+    #: Folder for ``.nova/node.json`` and the default file store. Env ``NOVA_HOME``.
+    home: str = "."
+    #: How often a worker renews its heartbeat and leases. Env ``NOVA_HEARTBEAT_INTERVAL_S``.
+    heartbeat_interval_s: float = 2.0
+    #: Lease and heartbeat time to live. Env ``NOVA_LEASE_TTL_S``.
+    lease_ttl_s: float = 10.0
+    #: Attempts per task before it is marked failed. Env ``NOVA_MAX_ATTEMPTS``.
+    max_attempts: int = 3
+    #: Weight of the newest warm run in a worker's moving average. Env ``NOVA_EMA_ALPHA``.
+    ema_alpha: float = 0.3
+    #: Approximate length cap of the event stream. Env ``NOVA_EVENTS_MAXLEN``.
+    events_maxlen: int = 100_000
+    #: Token that allows job submission in the web gallery (read-only without). Env ``NOVA_WEB_TOKEN``.
+    web_token: str = ""
+    #: Public S3 endpoint for presigned image URLs; empty serves images through the web app.
+    #: Env ``NOVA_S3_PUBLIC_ENDPOINT``.
+    s3_public_endpoint: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.namespace or any(c in self.namespace for c in "{}: \t\n"):
+            raise ConfigError(f"invalid namespace {self.namespace!r}: no braces, colons or spaces")
+        if self.heartbeat_interval_s <= 0 or self.lease_ttl_s <= 0:
+            raise ConfigError("heartbeat interval and lease TTL must be positive")
+        if self.lease_ttl_s < 2 * self.heartbeat_interval_s:
+            raise ConfigError(
+                f"lease TTL ({self.lease_ttl_s:g} s) must be at least twice the heartbeat "
+                f"interval ({self.heartbeat_interval_s:g} s)"
+            )
+        if self.max_attempts < 1:
+            raise ConfigError("max attempts must be at least 1")
+        if not 0 < self.ema_alpha <= 1:
+            raise ConfigError("EMA alpha must be in (0, 1]")
+
+    @property
+    def lease_ttl_ms(self) -> int:
+        return int(self.lease_ttl_s * 1000)
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return int(self.heartbeat_interval_s * 1000)
+
+    @property
+    def resolved_store_url(self) -> str:
+        """The store URL, defaulting to a file store under ``home``."""
+        if self.store_url:
+            return self.store_url
+        return (Path(self.home).resolve() / ".nova" / "results").as_uri()
+
+    @classmethod
+    def from_env(
+        cls, prefix: str = "NOVA_", environ: Mapping[str, str] | None = None, **overrides: object
+    ) -> Settings:
+        """Build settings from ``{prefix}FIELD`` variables; ``overrides`` win over the environment."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for field in dataclasses.fields(cls):
+            raw = env.get(prefix + field.name.upper())
+            if raw is None and field.name == "redis_url":
+                raw = env.get("REDIS_URL")
+            if raw is None or raw == "":
+                continue
+            values[field.name] = _convert(field, raw, prefix)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _convert(field: dataclasses.Field, raw: str, prefix: str) -> object:
+    kind = field.type if isinstance(field.type, str) else field.type.__name__
+    try:
+        if kind == "float":
+            return float(raw)
+        if kind == "int":
+            return int(raw)
+    except ValueError:
+        raise ConfigError(f"{prefix}{field.name.upper()}={raw!r} is not a valid {kind}") from None
+    return raw

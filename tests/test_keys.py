@@ -1,0 +1,63 @@
+"""The key strings are exactly what the keyspace docstring (the schema) says."""
+
+import re
+
+import nova_queue.keys as keys_module
+from nova_queue.keys import Keyspace, split_task_id, task_id
+
+K = Keyspace("ns1")
+
+BUILT = {
+    "nova:{ns}:job:<job>": K.job("J"),
+    "nova:{ns}:task:<job>:<index>": K.task(task_id("J", 7)),
+    "nova:{ns}:jobs": K.jobs(),
+    "nova:{ns}:staging": K.staging(),
+    "nova:{ns}:stage:<job>": K.stage("J"),
+    "nova:{ns}:pending:<app>": K.pending("A"),
+    "nova:{ns}:leases": K.leases(),
+    "nova:{ns}:inflight": K.inflight(),
+    "nova:{ns}:seq": K.seq(),
+    "nova:{ns}:apps": K.apps(),
+    "nova:{ns}:failed": K.failed(),
+    "nova:{ns}:finished": K.finished(),
+    "nova:{ns}:workers": K.workers(),
+    "nova:{ns}:alive": K.alive(),
+    "nova:{ns}:worker:<wid>": K.worker("W"),
+    "nova:{ns}:hb:<wid>": K.heartbeat("W"),
+    "nova:{ns}:held:<wid>": K.held("W"),
+    "nova:{ns}:app:<app>:workers": K.app_workers("A"),
+    "nova:{ns}:app:<app>:fleet": K.app_fleet("A"),
+    "nova:{ns}:meta": K.meta(),
+    "nova:{ns}:events": K.events(),
+}
+
+
+def documented_templates() -> list[str]:
+    return re.findall(r"^(nova:\{ns\}:\S+)\s+\w+", keys_module.__doc__, re.MULTILINE)
+
+
+def test_every_documented_key_is_built_and_nothing_else():
+    assert sorted(documented_templates()) == sorted(BUILT)
+
+
+def test_key_strings_match_their_templates():
+    for template, built in BUILT.items():
+        expected = (template.replace("{ns}", "{ns1}").replace("<job>", "J")
+                    .replace("<index>", "7").replace("<app>", "A").replace("<wid>", "W"))
+        assert built == expected
+
+
+def test_pinned_literals():
+    assert K.prefix == "nova:{ns1}:"
+    assert K.task("J:7") == "nova:{ns1}:task:J:7"
+    assert K.app_fleet("txt2img") == "nova:{ns1}:app:txt2img:fleet"
+    assert Keyspace().job("x") == "nova:{default}:job:x"
+
+
+def test_every_key_shares_one_cluster_hash_tag():
+    for built in BUILT.values():
+        assert re.search(r"\{([^}]*)\}", built).group(1) == "ns1"
+
+
+def test_task_ids_round_trip():
+    assert split_task_id(task_id("01abc", 42)) == ("01abc", 42)

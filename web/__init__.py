@@ -1,0 +1,1 @@
+"""The web gallery and live dashboard (Flask + flask-sock)."""

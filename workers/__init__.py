@@ -1,0 +1,1 @@
+"""Worker runtime: backend detection, node identity, startup benchmark, heartbeat and the claim loop."""
