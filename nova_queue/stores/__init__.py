@@ -1,0 +1,76 @@
+"""Result stores: :func:`open_store` by URL, and the key layout shared by workers and web.
+
+Key layout (every key passes :func:`validate_key`)::
+
+    jobs/<job>/results/<index:05d>-g<lease_gen>-<attempt_id>.<ext>   one task's result
+    jobs/<job>/<name>                          manifest.json, contact-sheet.png, <job>.zip
+
+A result key names the lease that produced it, so it is written once and a stale worker's
+late upload can never replace the result of a newer lease.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+from nova_queue.errors import ConfigError, StoreError
+from nova_queue.stores.base import ObjectInfo, ResultStore, StoredObject, validate_key
+from nova_queue.stores.file import FileStore
+from nova_queue.stores.s3 import S3Store, redact_url
+
+__all__ = [
+    "FileStore",
+    "ObjectInfo",
+    "ResultStore",
+    "S3Store",
+    "StoredObject",
+    "artifact_key",
+    "open_store",
+    "result_key",
+    "validate_key",
+]
+
+
+def open_store(url: str, *, public_endpoint: str = "") -> ResultStore:
+    """The store for ``file:///abs/path`` or ``s3://bucket/prefix?endpoint=...&region=...``."""
+    shown = redact_url(url) if isinstance(url, str) else repr(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid result store URL {shown!r}: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+            raise ConfigError(f"invalid result store URL {shown!r}: "
+                              "use file:///absolute/path (three slashes, no options)")
+        path = urllib.parse.unquote(parts.path)
+        if not path.startswith("/"):
+            raise ConfigError(f"invalid result store URL {shown!r}: the path must be absolute")
+        return FileStore(path)
+    if scheme == "s3":
+        return S3Store(url, public_endpoint=public_endpoint)
+    raise ConfigError(f"unsupported result store URL {shown!r}: "
+                      "use file:///absolute/path or s3://bucket/prefix")
+
+
+def result_key(job_id: str, index: int, lease_gen: int, attempt_id: str, ext: str) -> str:
+    """Write-once key of one task result, unique per lease."""
+    for name, value in (("task index", index), ("lease_gen", lease_gen)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise StoreError(f"{name} must be a non-negative int, not {value!r}")
+    ext = ext.lstrip(".") if isinstance(ext, str) else ext
+    _check_segments(job_id=job_id, attempt_id=attempt_id, ext=ext)
+    return validate_key(f"jobs/{job_id}/results/{index:05d}-g{lease_gen}-{attempt_id}.{ext}")
+
+
+def artifact_key(job_id: str, name: str) -> str:
+    """Key of a job-level artifact such as ``manifest.json`` or ``<job>.zip``."""
+    _check_segments(job_id=job_id, name=name)
+    return validate_key(f"jobs/{job_id}/{name}")
+
+
+def _check_segments(**parts: str) -> None:
+    # Each part must stay one path segment, or a job id "a/b" would nest under job "a".
+    for label, value in parts.items():
+        if not isinstance(value, str) or not value or "/" in value:
+            raise StoreError(f"invalid {label} {value!r} for an object key")
