@@ -373,7 +373,8 @@ class NovaClient:
         return CompleteResult(job_finished=bool(int(finished)), replayed=code == errors.ALREADY)
 
     def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "") -> FailResult:
-        """Report a failed run: ``kind`` is ``error``, ``oom`` or ``shutdown``."""
+        """Report a failed run: ``kind`` is ``error`` or ``oom`` (an attempt is used), or
+        ``shutdown`` or ``infra`` (the worker or a dependency failed: no attempt is used)."""
         k = self.keys
         code, state = self._call(
             "fail",

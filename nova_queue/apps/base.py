@@ -59,6 +59,9 @@ class App(abc.ABC):
     name: ClassVar[str] = ""
     #: One line shown by ``nova-queue apps``.
     description: ClassVar[str] = ""
+    #: True if run_batch itself honours ``AppContext.slowdown``; otherwise the worker
+    #: simulates slower hardware by waiting (slowdown - 1) x the measured run time.
+    handles_slowdown: ClassVar[bool] = False
 
     def parse_params(self, raw: Mapping[str, str]) -> dict[str, Any]:
         """Validate ``-p key=value`` strings into typed params; raise InputError naming the key."""

@@ -54,6 +54,7 @@ class SyntheticApp(App):
 
     name = "synthetic"
     description = "CPU-only test workload: hashes for N reference seconds, returns a PNG card"
+    handles_slowdown = True
 
     def __init__(self) -> None:
         self._ctx: AppContext | None = None

@@ -1,5 +1,6 @@
 --[[ fail: a worker reports that a leased task did not produce a result. Fenced like
-  complete. The kind decides: "shutdown" releases without using an attempt; "oom"
+  complete. The kind decides: "shutdown" (the worker is stopping) and "infra" (the result
+  store or another dependency failed, not the task) release without using an attempt; "oom"
   records that this worker could not hold the task (claims send it elsewhere) and
   requeues while attempts remain; "error" requeues while attempts remain. A task out
   of attempts is failed with the error; its job still finishes.
@@ -20,7 +21,7 @@
   ARGV[3] task id
   ARGV[4] lease_gen
   ARGV[5] attempt_id
-  ARGV[6] kind: "error" | "oom" | "shutdown"
+  ARGV[6] kind: "error" | "oom" | "shutdown" | "infra"
   ARGV[7] error message (already truncated by the caller)
   ARGV[8] events MAXLEN (approximate)
 
@@ -40,7 +41,8 @@ local ctx = {
   prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8], finished = KEYS[9],
   events = KEYS[10], maxlen = ARGV[8],
 }
-if kind ~= 'error' and kind ~= 'oom' and kind ~= 'shutdown' then
+local burn = kind == 'error' or kind == 'oom'
+if not burn and kind ~= 'shutdown' and kind ~= 'infra' then
   return { -9, 'unknown failure kind ' .. kind }
 end
 local now = now_ms()
@@ -73,7 +75,7 @@ end
 if kind ~= 'shutdown' then
   redis.call('HINCRBY', worker_key, 'failures', 1)
 end
-local state = release(ctx, tid, now, kind, message, kind ~= 'shutdown')
+local state = release(ctx, tid, now, kind, message, burn)
 if redis.call('SCARD', KEYS[4]) == 0 and redis.call('EXISTS', worker_key) == 1 then
   redis.call('HSET', worker_key, 'state', 'idle', 'busy_until_ms', int(now))
 end

@@ -1,0 +1,54 @@
+"""``nova-queue worker``: the same command on every machine."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nova_queue.cli.base import Context, handle_errors, pass_ctx
+from nova_queue.cli.options import parse_pairs
+
+
+@click.command()
+@click.option("--app", "apps", multiple=True, metavar="NAME", envvar="NOVA_APPS",
+              help="App to serve, repeatable.  [default: synthetic and txt2img when torch "
+                   "and diffusers are installed]")
+@click.option("--backend", default="auto", show_default=True, envvar="NOVA_BACKEND",
+              help="auto, cuda, rocm, mps or cpu (cuda:N / rocm:N pick a device).")
+@click.option("--name", default=None, envvar="NOVA_WORKER_NAME",
+              help="Display name for this run [default: the node's name in .nova/node.json].")
+@click.option("--slowdown", type=click.FloatRange(min=1.0), default=1.0, show_default=True,
+              envvar="NOVA_SLOWDOWN",
+              help="Simulate hardware F times slower (demos and benchmarks only).")
+@click.option("--burst", is_flag=True, help="Exit when no work remains for its apps.")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=None,
+              help="Exit after committing N tasks.")
+@click.option("-o", "--option", "app_options", multiple=True, metavar="KEY=VALUE",
+              help="App option, repeatable (e.g. -o model=/models/sd-turbo -o compile=1).")
+@click.option("--no-benchmark", is_flag=True,
+              help="Skip the startup benchmark (the worker explores instead).")
+@pass_ctx
+@handle_errors
+def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, slowdown: float,
+           burst: bool, max_tasks: int | None, app_options: tuple[str, ...],
+           no_benchmark: bool) -> None:
+    """Detect and prove the backend, benchmark, then claim and run tasks until stopped."""
+    from nova_queue.workers.runtime import Worker, WorkerOptions
+
+    options = WorkerOptions(
+        apps=tuple(apps) or default_apps(), backend=backend, name=name, slowdown=slowdown,
+        burst=burst, max_tasks=max_tasks, app_options=parse_pairs(app_options, "-o"),
+        benchmark=not no_benchmark)
+    w = Worker(ctx.settings, options)
+    w.install_signal_handlers()
+    sys.exit(w.run())
+
+
+def default_apps() -> tuple[str, ...]:
+    """synthetic, plus txt2img when its dependencies are importable."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") and importlib.util.find_spec("diffusers"):
+        return ("txt2img", "synthetic")
+    return ("synthetic",)

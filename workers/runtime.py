@@ -1,0 +1,258 @@
+"""The worker: detect and prove the backend, benchmark, register, then claim -> run ->
+upload -> commit until stopped. The same code on every machine."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import redis
+
+from nova_queue import __version__
+from nova_queue.apps.base import App, AppContext
+from nova_queue.apps.registry import load_app
+from nova_queue.client import NovaClient
+from nova_queue.errors import WorkerLostError
+from nova_queue.settings import Settings
+from nova_queue.stores import ResultStore
+from nova_queue.workers.backend import BackendInfo, capability, detect_backend, device_score_gflops
+from nova_queue.workers.execute import Executor, WorkerShutdown
+from nova_queue.workers.heartbeat import Heartbeat
+from nova_queue.workers.node import load_or_create_node, new_worker_id
+from nova_queue.workers.startup import AppBenchmark, benchmark_app
+
+log = logging.getLogger(__name__)
+
+#: Longest pause between claims when there is nothing to do.
+MAX_IDLE_WAIT_S = 2.0
+#: Longest back-off after Redis or the store failed.
+MAX_BACKOFF_S = 30.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerOptions:
+    """``nova-queue worker`` flags."""
+
+    apps: tuple[str, ...] = ("synthetic",)
+    backend: str = "auto"
+    name: str | None = None
+    slowdown: float = 1.0
+    burst: bool = False
+    max_tasks: int | None = None
+    app_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    benchmark: bool = True
+    gflops_s: float = 0.3
+
+
+class Worker:
+    """One worker process. ``run()`` returns the process exit code."""
+
+    def __init__(self, settings: Settings, options: WorkerOptions, *,
+                 client: NovaClient | None = None, store: ResultStore | None = None):
+        self.settings = settings
+        self.options = options
+        self.client = client or NovaClient.from_settings(settings)
+        self._store = store
+        self.stop_event = threading.Event()
+        self._in_setup = False
+        self.tasks_done = 0
+        self.info: BackendInfo | None = None
+        self.apps: dict[str, App] = {}
+        self.executors: dict[str, Executor] = {}
+        self.benchmarks: dict[str, AppBenchmark] = {}
+        self._fields: dict[str, Any] = {}
+
+    # ---- setup ----------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Backend, identity, apps, startup benchmark, registration, heartbeat."""
+        from nova_queue.stores import open_store
+
+        self.info = detect_backend(self.options.backend)
+        node = load_or_create_node(Path(self.settings.home), self.options.name)
+        self.worker_id = new_worker_id(node)
+        self.name = node.name
+        self.store = self._store or open_store(self.settings.resolved_store_url,
+                                               public_endpoint=self.settings.s3_public_endpoint)
+        ctx = AppContext(
+            backend=self.info.backend, device=self.info.device,
+            device_name=self.info.device_name, worker_id=self.worker_id, worker_name=self.name,
+            memory_total=self.info.memory_total, memory_free=self.info.memory_free,
+            slowdown=self.options.slowdown, options=dict(self.options.app_options))
+        self.ctx = ctx
+        for name in self.options.apps:
+            app = load_app(name)
+            app.setup(ctx)
+            self.apps[name] = app
+        gflops = device_score_gflops(self.info, self.options.gflops_s) if self.options.gflops_s else None
+        for name, app in self.apps.items():
+            self.benchmarks[name] = (benchmark_app(app, ctx) if self.options.benchmark
+                                     else AppBenchmark())
+        cap = capability(self.info, node, list(self.apps), gflops=gflops)
+        cap.update(slowdown=self.options.slowdown, nova_queue=__version__,
+                   benchmarks={a: dataclasses.asdict(b) for a, b in self.benchmarks.items()})
+        self._fields = {
+            "name": self.name, "host": socket.gethostname(), "host_id": node.host_id,
+            "node_id": node.node_id, "pid": os.getpid(), "backend": self.info.backend,
+            "device": self.info.device_name, "memory_total": self.info.memory_total,
+            "memory_free": self.info.memory_free, "gflops": gflops,
+            "slowdown": self.options.slowdown, "capability": _json(cap),
+        }
+        self.heartbeat = Heartbeat(self.client, self.worker_id,
+                                   self.settings.heartbeat_interval_s, self.register)
+        for name, app in self.apps.items():
+            executor = Executor(self.client, self.store, app, ctx, self.heartbeat)
+            executor.ran_once = self.benchmarks[name].runs > 0  # the benchmark warmed it up
+            self.executors[name] = executor
+        self.register()
+        self.heartbeat.start()
+        log.info("worker %s (%s) joined: backend %s on %s, apps %s", self.name, self.worker_id,
+                 self.info.backend, self.info.device_name, ", ".join(self.apps))
+
+    def register(self) -> None:
+        """Join (or re-join) the fleet with the capability record and benchmark."""
+        self.client.register_worker(
+            self.worker_id, self._fields, list(self.apps),
+            {a: b.for_registry() for a, b in self.benchmarks.items()})
+
+    # ---- signals --------------------------------------------------------------------------
+    def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT: stop claiming, abandon the running task, release leases."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        log.info("received %s: stopping", signal.Signals(signum).name)
+        self.stop_event.set()
+        # interrupt only app code (setup, benchmark, a running batch), never a Redis call
+        # or an upload, so no commit is left half-done
+        if self._in_setup or any(e.in_app for e in self.executors.values()):
+            raise WorkerShutdown()
+
+    def stop(self) -> None:
+        """Ask the loop to stop after the current step (thread-safe)."""
+        self.stop_event.set()
+
+    # ---- the loop -------------------------------------------------------------------------
+    def run(self) -> int:
+        """Set up, loop until stopped (or ``--burst`` / ``--max-tasks`` says so), clean up."""
+        try:
+            self._in_setup = True
+            try:
+                self.setup()
+            finally:
+                self._in_setup = False
+            self._loop()
+        except WorkerShutdown:
+            log.info("shutdown requested during a task; releasing leases")
+        finally:
+            self._shutdown()
+        return 0
+
+    def _loop(self) -> None:
+        backoff = 0.5
+        names = list(self.apps)
+        turn = 0
+        while not self.stop_event.is_set():
+            if self.options.max_tasks is not None and self.tasks_done >= self.options.max_tasks:
+                log.info("finished %d task(s) (--max-tasks)", self.tasks_done)
+                return
+            statuses = []
+            waits = []
+            try:
+                for i in range(len(names)):
+                    app = names[(turn + i) % len(names)]
+                    result = self._claim(app)
+                    statuses.append(result.status)
+                    if result.status == "ok":
+                        self._run(app, result.leases)
+                        turn = (turn + i + 1) % len(names)
+                        break
+                    waits.append(result.retry_after_s)
+                backoff = 0.5
+            except WorkerLostError:
+                log.warning("not registered (declared lost?): joining again")
+                self._retry_redis(self.register)
+                continue
+            except redis.RedisError as exc:
+                log.warning("Redis unavailable (%s); retrying in %.1f s", exc, backoff)
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                continue
+            if "ok" in statuses:
+                if any(e.infra_errors for e in self.executors.values()):
+                    self._infra_pause()
+                continue
+            if self.options.burst and all(s == "empty" for s in statuses):
+                log.info("no work left for %s (--burst): exiting", ", ".join(names))
+                return
+            self.stop_event.wait(min(min(waits or [MAX_IDLE_WAIT_S]), MAX_IDLE_WAIT_S))
+
+    def _claim(self, app: str):
+        k = max(1, int(self.apps[app].batch_size(self.apps[app].parse_params({}))))
+        if self.options.max_tasks is not None:
+            k = max(1, min(k, self.options.max_tasks - self.tasks_done))
+        return self.client.claim(self.worker_id, app, k)
+
+    def _run(self, app: str, leases: list) -> None:
+        self.heartbeat.hold(leases)
+        executor = self.executors[app]
+        before = executor.committed
+        try:
+            if self.stop_event.is_set():
+                raise WorkerShutdown()
+            executor.run(leases)
+        finally:
+            self.tasks_done += executor.committed - before
+
+    def _infra_pause(self) -> None:
+        pause = min(MAX_BACKOFF_S, 2.0 ** min(sum(e.infra_errors for e in self.executors.values()), 5))
+        for e in self.executors.values():
+            e.infra_errors = 0
+        log.warning("result store failing: pausing %.0f s before claiming again", pause)
+        self.stop_event.wait(pause)
+
+    def _retry_redis(self, fn) -> None:
+        delay = 0.5
+        while not self.stop_event.is_set():
+            try:
+                fn()
+                return
+            except redis.RedisError as exc:
+                log.warning("Redis unavailable (%s); retrying in %.1f s", exc, delay)
+                self.stop_event.wait(delay)
+                delay = min(delay * 2, MAX_BACKOFF_S)
+
+    def _shutdown(self) -> None:
+        heartbeat = getattr(self, "heartbeat", None)
+        if heartbeat is not None:
+            heartbeat.stop()
+        if getattr(self, "worker_id", None) and self._fields:
+            try:
+                released = self.client.deregister_worker(self.worker_id)
+                if released:
+                    log.info("released %d lease(s) without using an attempt", released)
+            except redis.RedisError as exc:
+                log.warning("could not deregister (%s); leases expire on their own", exc)
+        for app in self.apps.values():
+            try:
+                app.teardown()
+            except Exception as exc:  # noqa: BLE001 - best effort on the way out
+                log.warning("teardown of %s failed: %s", app.name, exc)
+        if heartbeat is not None and heartbeat.is_alive():
+            heartbeat.join(timeout=self.settings.heartbeat_interval_s + 5)
+        log.info("worker stopped after %d task(s)", self.tasks_done)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, default=str, sort_keys=True)
