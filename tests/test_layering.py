@@ -9,7 +9,7 @@ import nova_queue
 
 FORBIDDEN = ["flask", "flask_sock", "torch", "diffusers", "transformers", "boto3",
              "nova_queue.web", "nova_queue.workers"]
-TOP_LAYERS = {"nova_queue.cli", "nova_queue.demo"}
+TOP_LAYERS = {"nova_queue.cli", "nova_queue.demo", "nova_queue.__main__"}
 
 
 def core_modules() -> list[str]:
