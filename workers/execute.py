@@ -35,7 +35,8 @@ class WorkerShutdown(BaseException):
     """Raised inside a running task when the worker is told to stop (SIGTERM/SIGINT)."""
 
 
-def run_app(app: App, ctx: AppContext, tasks: Sequence[TaskInput]) -> tuple[list[TaskOutput], float]:
+def run_app(app: App, ctx: AppContext, tasks: Sequence[TaskInput]
+            ) -> tuple[list[TaskOutput | BaseException], float]:
     """Run one batch; returns outputs and wall seconds, simulated slowdown included."""
     started = time.perf_counter()
     outputs = app.run_batch(tasks)
@@ -128,6 +129,11 @@ class Executor:
         self.ran_once = True
         total_cost = sum(lease.cost for lease in live) or 1.0
         for lease, output in zip(live, outputs):
+            if isinstance(output, BaseException):
+                kind = self.app.classify_error(output)
+                log.warning("%s: %s on %s: %s", self.app.name, kind, lease.task_id, output)
+                self._fail(lease, kind, f"{type(output).__name__}: {output}")
+                continue
             self._commit(lease, output, elapsed * lease.cost / total_cost, warm)
 
     def _lost(self, lease: Lease) -> bool:

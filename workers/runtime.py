@@ -70,6 +70,7 @@ class Worker:
         self.executors: dict[str, Executor] = {}
         self.benchmarks: dict[str, AppBenchmark] = {}
         self._fields: dict[str, Any] = {}
+        self._last_params: dict[str, dict[str, Any]] = {}
 
     # ---- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
@@ -197,13 +198,19 @@ class Worker:
             self.stop_event.wait(min(min(waits or [MAX_IDLE_WAIT_S]), MAX_IDLE_WAIT_S))
 
     def _claim(self, app: str):
-        k = max(1, int(self.apps[app].batch_size(self.apps[app].parse_params({}))))
+        # batch size of the last job's params (e.g. its image size); defaults at first
+        params = self._last_params.get(app) or self.apps[app].parse_params({})
+        k = max(1, int(self.apps[app].batch_size(params)))
         if self.options.max_tasks is not None:
             k = max(1, min(k, self.options.max_tasks - self.tasks_done))
         return self.client.claim(self.worker_id, app, k)
 
     def _run(self, app: str, leases: list) -> None:
         self.heartbeat.hold(leases)
+        try:
+            self._last_params[app] = self.apps[app].parse_params(leases[-1].params)
+        except Exception:  # noqa: BLE001 - bad params are reported by the executor
+            self._last_params.pop(app, None)
         executor = self.executors[app]
         before = executor.committed
         try:

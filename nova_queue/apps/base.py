@@ -85,8 +85,13 @@ class App(abc.ABC):
         return 1
 
     @abc.abstractmethod
-    def run_batch(self, tasks: Sequence[TaskInput]) -> list[TaskOutput]:
-        """Run tasks that share one job's params; one output per task, in order."""
+    def run_batch(self, tasks: Sequence[TaskInput]) -> list[TaskOutput | BaseException]:
+        """Run tasks that share one job's params; one output per task, in order.
+
+        Raising fails every task of the batch. An app that can tell which task failed
+        (e.g. one that still runs out of memory after the batch was split) returns that
+        task's exception in its place: it is classified and reported, the others commit.
+        """
 
     @abc.abstractmethod
     def benchmark_task(self) -> tuple[str, dict[str, Any]]:

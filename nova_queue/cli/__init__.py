@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from nova_queue.cli.base import cli
 from nova_queue.cli.jobs import cancel, enqueue, results, status, workers
+from nova_queue.cli.model import make_model
 from nova_queue.cli.run import worker
 
-for _command in (enqueue, status, workers, results, cancel, worker):
+for _command in (enqueue, status, workers, results, cancel, worker, make_model):
     cli.add_command(_command)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -34,6 +35,8 @@ def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, 
            burst: bool, max_tasks: int | None, app_options: tuple[str, ...],
            no_benchmark: bool) -> None:
     """Detect and prove the backend, benchmark, then claim and run tasks until stopped."""
+    # torch reads this when first imported: CPU fallback for ops MPS lacks (Apple Metal)
+    os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
     from nova_queue.workers.runtime import Worker, WorkerOptions
 
     options = WorkerOptions(
