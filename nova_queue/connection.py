@@ -26,8 +26,12 @@ def redact_url(url: str) -> str:
         return url
     user = parts.username or ""
     host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    try:
+        port = parts.port
+    except ValueError:  # out of range: keep the host, drop the port
+        port = None
+    if port:
+        host = f"{host}:{port}"
     netloc = f"{user}:***@{host}" if (user or parts.password) else host
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 

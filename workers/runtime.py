@@ -256,7 +256,8 @@ class Worker:
                 log.warning("teardown of %s failed: %s", app.name, exc)
         if heartbeat is not None and heartbeat.is_alive():
             heartbeat.join(timeout=self.settings.heartbeat_interval_s + 5)
-        log.info("worker stopped after %d task(s)", self.tasks_done)
+        if self._fields:
+            log.info("worker stopped after %d task(s)", self.tasks_done)
 
 
 def _json(value: Any) -> str:

@@ -77,6 +77,11 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             if ctx and ctx.debug:
                 raise
             fail(f"Redis error: {_first_line(exc)}")
+        except redis.RedisError as exc:  # timeouts, a non-Redis server answering, ...
+            if ctx and ctx.debug:
+                raise
+            url = redact_url(ctx.settings.redis_url) if ctx else "Redis"
+            fail(f"cannot talk to Redis at {url}: {_first_line(exc)}")
 
     return wrapper
 

@@ -168,14 +168,28 @@ def results(ctx: Context, job_id: str, out_dir: str) -> None:
     st = client.job(job_id)
     store = ctx.store()
     out = Path(out_dir)
+    try:
+        written, missing, artifacts = _download(store, job_id, st, out)
+    except OSError as exc:
+        raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {written} result(s) and {artifacts} artifact(s) of job {job_id} to {out}")
+    if missing:
+        raise InputError(f"{len(missing)} committed result(s) are missing from the store: "
+                         f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+
+
+def _download(store, job_id: str, st: JobStatus, out: Path) -> tuple[int, list[str], int]:
     out.mkdir(parents=True, exist_ok=True)
-    n = 0
+    written, missing = 0, []
     for t in st.tasks:
         if t.state != "done" or not t.result:
             continue
         ext = t.result.rsplit(".", 1)[-1] if "." in t.result else "bin"
-        _write(out / f"{t.index:05d}.{ext}", store.get(t.result).data)
-        n += 1
+        try:
+            _write(out / f"{t.index:05d}.{ext}", store.get(t.result).data)
+            written += 1
+        except ObjectNotFoundError:
+            missing.append(t.result)
     artifacts = 0
     for key in store.list(f"jobs/{job_id}/"):
         if key.startswith(f"jobs/{job_id}/results/"):
@@ -185,9 +199,7 @@ def results(ctx: Context, job_id: str, out_dir: str) -> None:
             artifacts += 1
         except ObjectNotFoundError:
             continue
-    click.echo(f"wrote {n} result(s) and {artifacts} artifact(s) of job {job_id} to {out}")
-    if n < st.done:
-        raise InputError(f"{st.done - n} committed result(s) could not be read")
+    return written, missing, artifacts
 
 
 def _write(path: Path, data: bytes) -> None:
