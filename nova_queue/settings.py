@@ -46,6 +46,9 @@ class Settings:
     #: Public S3 endpoint for presigned image URLs; empty serves images through the web app.
     #: Env ``NOVA_S3_PUBLIC_ENDPOINT``.
     s3_public_endpoint: str = ""
+    #: URL the post-worker POSTs a JSON summary to when a job finishes (RQ retries a non-2xx
+    #: answer); empty sends nothing. Env ``NOVA_WEBHOOK_URL``.
+    webhook_url: str = ""
 
     def __post_init__(self) -> None:
         if not self.namespace or any(c in self.namespace for c in "{}: \t\n"):

@@ -19,6 +19,7 @@ from nova_queue.apps.base import App, AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
 from nova_queue.errors import ObjectExistsError, StaleResultError, StoreError
 from nova_queue.models import Lease
+from nova_queue.post import dispatch_finished
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
 from nova_queue.workers.heartbeat import Heartbeat
@@ -174,9 +175,12 @@ class Executor:
         deadline = time.monotonic() + COMMIT_RETRY_S
         while True:
             try:
-                self.client.complete(self.worker_id, lease, key, run_s=run_s, warm=warm,
-                                     meta=provenance)
+                done = self.client.complete(self.worker_id, lease, key, run_s=run_s,
+                                            warm=warm, meta=provenance)
                 self.committed += 1
+                if done.job_finished:
+                    # artifacts right away; never raises (the post-worker's sweep is the fallback)
+                    dispatch_finished(self.client, lease.job_id)
                 break
             except StaleResultError as exc:
                 log.warning("%s; deleting orphan %s", exc, key)
