@@ -43,6 +43,17 @@ class Settings:
     events_maxlen: int = 100_000
     #: Token that allows job submission in the web gallery (read-only without). Env ``NOVA_WEB_TOKEN``.
     web_token: str = ""
+    #: Key that signs the gallery's session cookies (CSRF, write access); random per process
+    #: when empty, so several web replicas must share one. Env ``NOVA_WEB_SECRET``.
+    web_secret: str = ""
+    #: Extra origins (comma-separated, ``https://gallery.example``) allowed to open the
+    #: gallery's WebSockets besides its own host. Env ``NOVA_WEB_ALLOWED_ORIGINS``.
+    web_allowed_origins: str = ""
+    #: Host names the gallery answers to (comma-separated; empty: any), against DNS
+    #: rebinding. Env ``NOVA_WEB_TRUSTED_HOSTS``.
+    web_trusted_hosts: str = ""
+    #: Largest request (prompt upload) the gallery accepts. Env ``NOVA_WEB_MAX_UPLOAD_BYTES``.
+    web_max_upload_bytes: int = 2 * 1024 * 1024
     #: Public S3 endpoint for presigned image URLs; empty serves images through the web app.
     #: Env ``NOVA_S3_PUBLIC_ENDPOINT``.
     s3_public_endpoint: str = ""
@@ -62,6 +73,8 @@ class Settings:
             )
         if self.max_attempts < 1:
             raise ConfigError("max attempts must be at least 1")
+        if self.web_max_upload_bytes < 1024:
+            raise ConfigError("web max upload bytes must be at least 1024")
         if not 0 < self.ema_alpha <= 1:
             raise ConfigError("EMA alpha must be in (0, 1]")
 

@@ -1,0 +1,106 @@
+"""Helpers of the web tests: a stand-in worker that drives real state through NovaClient
+with real synthetic PNGs, CSRF tokens, and an audit of markup a browser would run."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from typing import Any
+
+from nova_queue import NovaClient
+from nova_queue.apps import AppContext, TaskInput, load_app
+from nova_queue.models import Lease
+from nova_queue.stores import ResultStore, result_key
+
+WEB_TOKEN = "test-web-token-123"
+XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"
+
+
+def csrf_of(client) -> str:
+    """The CSRF token of the test client's session (a GET creates it)."""
+    client.get("/")
+    with client.session_transaction() as sess:
+        return sess["csrf"]
+
+
+def enqueue(nova: NovaClient, prompts: list[str], **kw: Any) -> str:
+    """A synthetic job of ``prompts``."""
+    app = load_app("synthetic")
+    params = app.parse_params({"seconds": 0.0, "size": 64, **kw.pop("params", {})})
+    return nova.enqueue("synthetic", app.make_tasks(prompts, params), params=params, **kw)
+
+
+class StandInWorker:
+    """Claims, runs the synthetic app for real, stores the PNG and commits — in-process."""
+
+    def __init__(self, nova: NovaClient, store: ResultStore, wid: str, *, name: str = "",
+                 backend: str = "cpu", host: str = "testhost", host_id: str = "hostid-1",
+                 apps: tuple[str, ...] = ("synthetic",)):
+        self.nova, self.store, self.wid = nova, store, wid
+        self.name = name or wid
+        self.backend = backend
+        self.app = load_app("synthetic")
+        self.app.setup(AppContext(backend=backend, device="cpu", device_name="test device",
+                                  worker_id=wid, worker_name=self.name))
+        nova.register_worker(wid, {"name": self.name, "backend": backend, "host": host,
+                                   "host_id": host_id, "device": f"{backend} test device"},
+                             apps)
+
+    def claim(self, k: int = 1) -> list[Lease]:
+        """Lease up to ``k`` tasks (empty when there is nothing to do)."""
+        return self.nova.claim(self.wid, "synthetic", k).leases
+
+    def finish(self, lease: Lease, *, warm: bool = True, meta: dict[str, str] | None = None,
+               run_s: float = 0.05) -> str:
+        """Run the task, put its PNG in the store, commit it; returns the result key."""
+        params = self.app.parse_params(lease.params)
+        [out] = self.app.run_batch([TaskInput(
+            task_id=lease.task_id, job_id=lease.job_id, index=lease.index, input=lease.input,
+            cost=lease.cost, params=params, attempt=lease.attempt, lease_gen=lease.lease_gen,
+            attempt_id=lease.attempt_id)])
+        key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id,
+                         out.extension)
+        self.store.put(key, out.data, out.content_type, {"job": lease.job_id,
+                                                        "backend": self.backend})
+        provenance = {"backend": self.backend, "worker": self.name, **(meta or {})}
+        self.nova.complete(self.wid, lease, key, run_s=run_s, warm=warm, meta=provenance)
+        return key
+
+    def run_all(self, limit: int = 1000) -> int:
+        """Claim and finish until nothing is left; returns how many were done."""
+        done = 0
+        while done < limit:
+            leases = self.claim()
+            if not leases:
+                return done
+            for lease in leases:
+                self.finish(lease, warm=done > 0)
+                done += 1
+        return done
+
+
+class _MarkupAudit(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.problems: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        names = {name for name, _ in attrs}
+        if tag == "script" and "src" not in names:
+            self.problems.append("inline <script>")
+        for name, value in attrs:
+            if name.startswith("on"):
+                self.problems.append(f"<{tag} {name}=...> event handler")
+            if name in ("src", "href") and value and value.strip().lower().startswith(
+                    ("javascript:", "data:text")):
+                self.problems.append(f"<{tag} {name}={value!r}>")
+        if tag == "img" and dict(attrs).get("src") == "x":
+            self.problems.append("injected <img src=x>")
+
+
+def unsafe_markup(html: str) -> list[str]:
+    """Elements a browser would run: inline scripts, on* handlers, javascript: URLs."""
+    audit = _MarkupAudit()
+    audit.feed(html)
+    audit.close()
+    return audit.problems

@@ -1,0 +1,145 @@
+"""The app factory and the server the ``nova-queue web`` command runs.
+
+Configuration comes from :class:`nova_queue.settings.Settings`: Redis, namespace, store,
+``NOVA_WEB_TOKEN`` (submission; read-only without), ``NOVA_S3_PUBLIC_ENDPOINT``, and the
+web fields ``NOVA_WEB_SECRET`` (signs session cookies; **several web replicas behind one
+address must share one**), ``NOVA_WEB_ALLOWED_ORIGINS`` (extra WebSocket origins),
+``NOVA_WEB_TRUSTED_HOSTS`` (host allow-list against DNS rebinding) and
+``NOVA_WEB_MAX_UPLOAD_BYTES``.
+
+All state lives in Redis, so the process can restart at any time. ``serve`` runs
+werkzeug's threaded server (one thread per connection; a WebSocket holds one); for more
+load run ``create_app()`` under gunicorn with ``--worker-class gthread --threads N``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import socket
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import redis
+from flask import Flask, Response, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException, SecurityError
+from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
+
+from nova_queue.client import NovaClient
+from nova_queue.errors import NovaError
+from nova_queue.settings import Settings
+from nova_queue.stores import ResultStore
+from nova_queue.web import api, live, metrics, results, security
+from nova_queue.web import views_events, views_failed, views_jobs, views_workers
+from nova_queue.web.extensions import nova, sock, state_of
+from nova_queue.web.text import backend_label, fmt_bytes, fmt_seconds, visible_bidi
+
+log = logging.getLogger(__name__)
+
+def _origins(raw: str) -> list[str]:
+    return [o.strip() for o in raw.split(",") if o.strip()]
+
+
+def create_app(test_config: Mapping[str, Any] | None = None, *,
+               settings: Settings | None = None, client: NovaClient | None = None,
+               store: ResultStore | None = None) -> Flask:
+    """Build the web app; ``test_config`` overrides Flask config keys."""
+    settings = settings or Settings.from_env()
+    app = Flask(__name__)
+    app.config.from_mapping(
+        SECRET_KEY=settings.web_secret or None,
+        MAX_CONTENT_LENGTH=settings.web_max_upload_bytes,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        NOVA_WEB_ALLOWED_ORIGINS=_origins(settings.web_allowed_origins),
+        TRUSTED_HOSTS=_origins(settings.web_trusted_hosts) or None,
+        SOCK_SERVER_OPTIONS={"ping_interval": 25, "max_message_size": 4096},
+        NOVA_SETTINGS=settings,
+    )
+    if test_config:
+        app.config.from_mapping(test_config)
+    if not app.config["SECRET_KEY"]:
+        log.info("NOVA_WEB_SECRET is not set: sessions use a random key and end on restart "
+                 "(set it when running several web replicas)")
+        app.config["SECRET_KEY"] = secrets.token_hex(32)
+    # Every {{ value }} in a template shows bidi controls as visible markers.
+    app.jinja_options = {**app.jinja_options, "finalize": visible_bidi}
+
+    nova.init_app(app, client=client, store=store)
+    sock.init_app(app)
+    security.init_app(app)
+    app.jinja_env.filters.update(seconds=fmt_seconds, bytes=fmt_bytes, backend=backend_label)
+    for module in (views_jobs, views_workers, views_events, views_failed, api, live, results,
+                   metrics):
+        app.register_blueprint(module.bp)
+    metrics.init_app(app, state_of(app).client)
+    _register_errors(app)
+    return app
+
+
+def _wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+def _register_errors(app: Flask) -> None:
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Any:
+        code = exc.code or 500
+        if isinstance(exc, SecurityError):  # untrusted Host: no URLs can be built
+            return Response(f"{code} {exc.name}: untrusted host\n", code, mimetype="text/plain")
+        if code == 413:
+            limit = app.config["MAX_CONTENT_LENGTH"]
+            message = (f"The upload is too large: the limit is {fmt_bytes(limit)}. "
+                       "Split the prompts into several jobs.")
+        else:
+            message = exc.description or exc.name
+        if _wants_json():
+            return jsonify({"error": message}), code
+        return render_template("error.html", code=code, title=exc.name, message=message), code
+
+    @app.errorhandler(redis.RedisError)
+    def redis_error(exc: redis.RedisError) -> Any:
+        log.warning("Redis error while serving %s: %s", request.path, exc)
+        message = "Redis is unreachable right now; this page will work again once it is back."
+        if _wants_json():
+            return jsonify({"error": message}), 503
+        return render_template("error.html", code=503, title="Redis unavailable",
+                               message=message), 503
+
+    @app.errorhandler(NovaError)
+    def nova_error(exc: NovaError) -> Any:
+        if _wants_json():
+            return jsonify({"error": str(exc)}), 400
+        return render_template("error.html", code=400, title="Error", message=str(exc)), 400
+
+
+def make_web_server(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
+                    app: Flask | None = None) -> BaseWSGIServer:
+    """A threaded werkzeug server for the app, bound but not yet serving (``.port`` is the
+    bound port). Raises OSError when the address cannot be bound."""
+    # Bind here: werkzeug prints and calls sys.exit when it fails to bind by itself.
+    family = select_address_family(host, port)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(get_sockaddr(host, port, family))
+        sock.listen(128)
+        return make_server(host, port, app or create_app(settings=settings), threaded=True,
+                           fd=sock.fileno())
+    finally:
+        sock.close()  # the server holds its own duplicate of the socket
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, *,
+          on_ready: Callable[[int], None] | None = None) -> None:
+    """Serve until interrupted; ``on_ready`` gets the bound port (useful with port 0)."""
+    app = create_app(settings=settings)
+    server = make_web_server(settings, host, port, app)
+    log.debug("nova-queue web serving on http://%s:%d", host, server.port)
+    if on_ready is not None:
+        on_ready(server.port)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        state_of(app).close()

@@ -1,0 +1,78 @@
+"""Extensions created at module level and bound with ``init_app``: flask-sock and the
+nova-queue clients (a NovaClient and a lazily opened result store) kept in
+``app.extensions["nova"]``."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from flask import Flask, current_app
+from flask_sock import Sock
+
+from nova_queue.client import NovaClient
+from nova_queue.settings import Settings
+from nova_queue.stores import ResultStore, open_store
+
+sock = Sock()
+
+
+class NovaState:
+    """The shared clients of one app: one NovaClient, one result store (opened on first use)."""
+
+    def __init__(self, settings: Settings, client: NovaClient | None = None,
+                 store: ResultStore | None = None):
+        self.settings = settings
+        self.client = client or NovaClient.from_settings(settings)
+        self._store = store
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> ResultStore:
+        """The result store; opened lazily so the web app starts even while S3 is down."""
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self.settings.resolved_store_url,
+                                         public_endpoint=self.settings.s3_public_endpoint)
+            return self._store
+
+    def close(self) -> None:
+        """Release connections."""
+        self.client.close()
+        if self._store is not None:
+            self._store.close()
+
+
+class Nova:
+    """The extension object; ``nova.client`` / ``nova.store`` refer to the current app's."""
+
+    def init_app(self, app: Flask, *, client: NovaClient | None = None,
+                 store: ResultStore | None = None) -> None:
+        """Bind to ``app``, whose ``NOVA_SETTINGS`` config holds the Settings."""
+        settings = app.config.get("NOVA_SETTINGS") or Settings.from_env()
+        app.config["NOVA_SETTINGS"] = settings
+        app.extensions["nova"] = NovaState(settings, client, store)
+
+    @staticmethod
+    def _state() -> NovaState:
+        return current_app.extensions["nova"]
+
+    @property
+    def client(self) -> NovaClient:
+        return self._state().client
+
+    @property
+    def store(self) -> ResultStore:
+        return self._state().store
+
+    @property
+    def settings(self) -> Settings:
+        return self._state().settings
+
+
+nova = Nova()
+
+
+def state_of(app: Any) -> NovaState:
+    """The NovaState bound to ``app`` (outside a request, e.g. in a metrics collector)."""
+    return app.extensions["nova"]

@@ -1,0 +1,214 @@
+"""View models: what pages and live messages show, computed once in Python.
+
+Templates render these dicts and ``static/*.js`` only places their text with
+``textContent``, so formatting lives here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from nova_queue.models import Event, JobStatus, TaskInfo, WorkerInfo
+from nova_queue.web.text import BACKEND_LABELS, backend_label, fmt_age, fmt_bytes, fmt_seconds
+
+#: Results with these extensions are shown as images in the gallery.
+IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "webp", "gif", "avif"})
+
+UrlFor = Callable[[str], str]
+
+
+def eta_s(job: JobStatus, now_ms: int) -> float | None:
+    """Seconds until a job is done, from its observed throughput.
+
+    ``ETA = remaining / throughput`` where ``remaining = pending + leased`` (tasks not yet
+    terminal) and ``throughput = done / elapsed_s`` with ``elapsed_s = (now_ms -
+    started_ms) / 1000`` on the Redis clock. Unknown (None) until a task is done or while
+    the job has not started; 0 once nothing remains.
+    """
+    remaining = job.pending + job.leased
+    if remaining == 0:
+        return 0.0
+    if not job.started_ms or job.done == 0:
+        return None
+    elapsed_s = max(now_ms - job.started_ms, 1) / 1000
+    return remaining / (job.done / elapsed_s)
+
+
+def job_summary(job: JobStatus, now_ms: int) -> dict[str, Any]:
+    """``JobStatus.to_json()`` without tasks, plus progress, elapsed time and ETA."""
+    end_ms = job.finished_ms or now_ms
+    elapsed = (end_ms - job.started_ms) / 1000 if job.started_ms else None
+    eta = eta_s(job, now_ms)
+    progress = job.terminal / job.total if job.total else 0.0
+    return {
+        **job.to_json(with_tasks=False),
+        "progress": progress,
+        "percent_text": f"{progress * 100:.0f} %",
+        "counts_text": (f"{job.done}/{job.total} done · {job.leased} running · {job.pending} "
+                        f"pending · {job.failed} failed · {job.cancelled} cancelled"),
+        "elapsed_s": elapsed,
+        "elapsed_text": fmt_seconds(elapsed),
+        "eta_s": eta,
+        "eta_text": "done" if job.finished else (fmt_seconds(eta) if eta is not None else "–"),
+        "title": job.name or job.job_id,
+    }
+
+
+def is_image_key(key: str) -> bool:
+    """Whether a result key names an image by its extension."""
+    return key.rpartition(".")[2].lower() in IMAGE_EXTENSIONS
+
+
+def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
+    """``TaskInfo.to_json()`` plus the texts and URLs a gallery card shows."""
+    done = task.state == "done" and bool(task.result)
+    owner = task.worker or task.worker_id
+    if task.state == "leased":
+        where = f" on {task.host}" if task.host else ""
+        owner_text = f"running on {owner} ({backend_label(task.backend)}{where})"
+    elif task.state == "pending":
+        owner_text = ("waiting for a worker" if task.attempts == 0
+                      else f"requeued after attempt {task.attempts}")
+    elif task.state == "failed":
+        owner_text = f"failed after {_count(task.attempts, 'attempt')}"
+    elif task.state == "cancelled":
+        owner_text = "cancelled"
+    else:
+        owner_text = f"by {owner}" if owner else task.state
+    if task.run_s is not None:
+        timing = f"actual {fmt_seconds(task.run_s)}"
+        if task.predicted_s is not None:
+            timing = f"predicted {fmt_seconds(task.predicted_s)} · {timing}"
+    elif task.predicted_s is not None:
+        timing = f"predicted {fmt_seconds(task.predicted_s)}"
+    else:
+        timing = ""
+    return {
+        **task.to_json(),
+        "backend_label": backend_label(task.backend) if task.backend else "",
+        "backend_class": task.backend if task.backend in BACKEND_LABELS else "other",
+        "result_url": result_url(task.result) if done else None,
+        "image_url": result_url(task.result) if done and is_image_key(task.result) else None,
+        "owner_text": owner_text,
+        "attempt_text": f"attempt {task.attempts}" if task.attempts else "",
+        "gen_text": f"lease gen {task.lease_gen}" if task.lease_gen else "",
+        "warm_text": "" if task.warm is None else ("warm" if task.warm else "cold"),
+        "timing_text": timing,
+        "note": str(task.meta.get("note", "")) if isinstance(task.meta, dict) else "",
+        "error_text": f"{task.error_kind}: {task.error}" if task.error else "",
+    }
+
+
+def event_text(event: Event, names: Mapping[str, str]) -> str:
+    """One line telling what happened, naming workers by their names."""
+    f = event.fields
+    wid = f.get("worker", "")
+    who = f.get("name") or names.get(wid) or wid or "?"
+    task = f"task {f.get('task', '?')}"
+    kind = event.type
+    if kind == "enqueued":
+        return f"job {f.get('job')} enqueued: {f.get('total')} {f.get('app')} tasks"
+    if kind == "claimed":
+        pred = f.get("predicted_s")
+        extra = f", predicted {fmt_seconds(float(pred))}" if pred else ""
+        return (f"{task} claimed by {who} ({backend_label(f.get('backend', ''))}), "
+                f"attempt {f.get('attempt')}, lease gen {f.get('lease_gen')}{extra}")
+    if kind == "completed":
+        warm = "warm" if f.get("warm") == "1" else "cold"
+        return (f"{task} completed by {who} in {fmt_seconds(_float(f.get('run_s')))} ({warm}),"
+                f" lease gen {f.get('lease_gen')}")
+    if kind == "stale_rejected":
+        return (f"stale {f.get('op', 'report')} of {task} from {who} rejected: lease gen "
+                f"{f.get('lease_gen')}, current gen {f.get('current_gen') or '–'}, "
+                f"task {f.get('state')}")
+    if kind == "requeued":
+        return (f"{task} requeued after {f.get('kind')} on {who} (attempt {f.get('attempt')})"
+                + (f": {f['error']}" if f.get("error") else ""))
+    if kind == "failed":
+        return (f"{task} failed for good on {who} after attempt {f.get('attempt')}: "
+                f"{f.get('kind')}" + (f": {f['error']}" if f.get("error") else ""))
+    if kind == "retried":
+        return f"{task} of job {f.get('job')} put back in the queue by hand"
+    if kind == "job_finished":
+        return (f"job {f.get('job')} finished ({f.get('state')}): {f.get('done')} done, "
+                f"{f.get('failed')} failed, {f.get('cancelled')} cancelled")
+    if kind == "job_cancelled":
+        return f"job {f.get('job')} cancelled"
+    if kind == "worker_joined":
+        again = "rejoined" if f.get("rejoined") == "1" else "joined"
+        return (f"worker {who} {again} ({backend_label(f.get('backend', ''))} on "
+                f"{f.get('host') or '?'}), serving {f.get('apps') or 'nothing'}")
+    if kind == "worker_left":
+        return f"worker {who} left; {f.get('released', 0)} leased tasks returned to the queue"
+    if kind == "worker_lost":
+        return f"worker {who} lost (heartbeat expired); {f.get('released', 0)} tasks released"
+    if kind == "grace":
+        return f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one renewal window"
+    rest = " ".join(f"{k}={v}" for k, v in sorted(f.items()))
+    return f"{kind} {rest}".strip()
+
+
+def event_view(event: Event, names: Mapping[str, str]) -> dict[str, Any]:
+    """``Event.to_json()`` plus its one-line text and its time (UTC)."""
+    when = datetime.datetime.fromtimestamp(event.ts_ms / 1000, datetime.timezone.utc)
+    return {**event.to_json(), "text": event_text(event, names),
+            "time_text": when.strftime("%H:%M:%S"),
+            "iso_time": when.isoformat(timespec="milliseconds")}
+
+
+def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
+    """``WorkerInfo.to_json()`` plus display texts."""
+    speeds = []
+    for app, s in w.speeds.items():
+        speeds.append({
+            "app": app, "benchmark_text": fmt_seconds(s.get("bench_s")),
+            "ema_text": fmt_seconds(s.get("ema_s")), "compile_text": fmt_seconds(s.get("cold_s")),
+            "load_text": fmt_seconds(s.get("load_s")), "samples": s.get("samples") or 0,
+            "done": s.get("done") or 0,
+        })
+    memory = (f"{fmt_bytes(w.memory_free)} free of {fmt_bytes(w.memory_total)}"
+              if w.memory_total else "–")
+    return {
+        **w.to_json(),
+        "backend_label": backend_label(w.backend),
+        "backend_class": w.backend if w.backend in BACKEND_LABELS else "other",
+        "memory_text": memory,
+        "heartbeat_text": fmt_age(w.last_seen_ms, now_ms),
+        "speed_rows": speeds,
+        "current_text": ", ".join(w.current) if w.current else "–",
+    }
+
+
+def host_groups(workers: Iterable[WorkerInfo], now_ms: int) -> list[dict[str, Any]]:
+    """Workers grouped by host id (live hosts first), each group with its host name."""
+    groups: dict[str, dict[str, Any]] = {}
+    for w in workers:
+        key = w.host_id or w.host or w.worker_id
+        g = groups.setdefault(key, {"host_id": w.host_id, "host": w.host, "workers": [],
+                                    "alive": 0})
+        g["workers"].append(worker_view(w, now_ms))
+        g["alive"] += int(w.alive)
+    return sorted(groups.values(), key=lambda g: (g["alive"] == 0, g["host"], g["host_id"]))
+
+
+def app_warnings(apps: Iterable[str], pending: Mapping[str, int],
+                 workers: Iterable[WorkerInfo]) -> list[dict[str, Any]]:
+    """Apps with pending tasks that no live worker serves."""
+    served = {app for w in workers if w.alive for app in w.apps}
+    return [{"app": app, "pending": pending[app],
+             "text": f"{_count(pending[app], app + ' task')} pending but no live worker serves "
+                     f"{app}: start one with `nova-queue worker --app {app}`"}
+            for app in apps if pending.get(app, 0) > 0 and app not in served]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
