@@ -9,9 +9,9 @@ Public API::
 
 __version__ = "0.1.0"
 
-from nova_queue.errors import NovaError  # noqa: E402
-from nova_queue.models import TaskSpec  # noqa: E402
-from nova_queue.settings import Settings  # noqa: E402
-from nova_queue.client import NovaClient  # noqa: E402
+from nova_queue.client import NovaClient
+from nova_queue.errors import NovaError
+from nova_queue.models import TaskSpec
+from nova_queue.settings import Settings
 
 __all__ = ["NovaClient", "NovaError", "Settings", "TaskSpec", "__version__"]

@@ -17,8 +17,16 @@ from nova_queue import errors
 from nova_queue.connection import connect
 from nova_queue.keys import Keyspace, split_task_id, task_id
 from nova_queue.models import (
-    ClaimResult, CompleteResult, Event, FailResult, JobStatus, Lease, RenewResult, TaskInfo,
-    TaskSpec, WorkerInfo,
+    ClaimResult,
+    CompleteResult,
+    Event,
+    FailResult,
+    JobStatus,
+    Lease,
+    RenewResult,
+    TaskInfo,
+    TaskSpec,
+    WorkerInfo,
 )
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
@@ -295,7 +303,7 @@ class NovaClient:
         k = self.keys
         bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
                                  for a, b in (bench or {}).items()})
-        code, rejoined = self._call(
+        _, rejoined = self._call(
             "register",
             [k.worker(worker_id), k.heartbeat(worker_id), k.workers(), k.alive(), k.events()],
             [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,

