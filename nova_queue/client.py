@@ -89,7 +89,11 @@ class NovaClient:
 
     @property
     def _gap_ms(self) -> int:
-        return max(self.settings.lease_ttl_ms // 2, 2 * self.settings.heartbeat_interval_ms)
+        """Silence after which the scripts open a grace window. A holder may renew up to
+        one heartbeat before a silence and one after it, so without grace an outage of D
+        is safe only while D + 2 heartbeats < TTL: fire well before that."""
+        ttl, hb = self.settings.lease_ttl_ms, self.settings.heartbeat_interval_ms
+        return int(max(1.5 * hb, min(ttl / 2, ttl - 2 * hb - 250)))
 
     def _ns_keys(self) -> list[str]:
         k = self.keys

@@ -61,11 +61,30 @@ def connect(url: str, *, decode_responses: bool = True, **kwargs: Any) -> redis.
     }
     try:
         if cluster:
-            from redis.cluster import RedisCluster
-
             options.pop("health_check_interval", None)
             options.pop("retry_on_error", None)
-            return RedisCluster.from_url(clean_url, **options)  # type: ignore[return-value]
+            return _cluster_client().from_url(clean_url, **options)  # type: ignore[return-value]
         return redis.Redis.from_url(clean_url, **options)
     except ValueError as exc:
         raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {exc}") from None
+
+
+def _cluster_client() -> type:
+    """RedisCluster whose 'no node reachable' error is a redis.ConnectionError.
+
+    redis-py raises RedisClusterException (not a RedisError) when no cluster node
+    answers; callers ride out outages by catching RedisError, so translate it.
+    """
+    from redis.cluster import RedisCluster
+    from redis.exceptions import RedisClusterException
+
+    class ClusterClient(RedisCluster):
+        def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().execute_command(*args, **kwargs)
+            except RedisClusterException as exc:
+                if "cannot be connected" not in str(exc):
+                    raise  # a usage error (e.g. keys in different slots), not an outage
+                raise redis.ConnectionError(str(exc)) from exc
+
+    return ClusterClient

@@ -52,6 +52,11 @@ class Scripts:
             self._numkeys[name] = numkeys
             self._scripts[name] = client.register_script(source)
 
+    def load(self, client: redis.Redis) -> dict[str, str]:
+        """``SCRIPT LOAD`` every command (an admin does this for restricted worker users,
+        which may only ``EVALSHA``); returns ``{command: sha}``."""
+        return {name: client.script_load(script.script) for name, script in self._scripts.items()}
+
     def call(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run command ``name``; ``keys`` must be exactly as many as its file name says."""
         if len(keys) != self._numkeys[name]:

@@ -33,7 +33,7 @@ class Settings:
     home: str = "."
     #: How often a worker renews its heartbeat and leases. Env ``NOVA_HEARTBEAT_INTERVAL_S``.
     heartbeat_interval_s: float = 2.0
-    #: Lease and heartbeat time to live. Env ``NOVA_LEASE_TTL_S``.
+    #: Lease and heartbeat time to live, at least 4 x the interval. Env ``NOVA_LEASE_TTL_S``.
     lease_ttl_s: float = 10.0
     #: Attempts per task before it is marked failed. Env ``NOVA_MAX_ATTEMPTS``.
     max_attempts: int = 3
@@ -66,9 +66,11 @@ class Settings:
             raise ConfigError(f"invalid namespace {self.namespace!r}: no braces, colons or spaces")
         if self.heartbeat_interval_s <= 0 or self.lease_ttl_s <= 0:
             raise ConfigError("heartbeat interval and lease TTL must be positive")
-        if self.lease_ttl_s < 2 * self.heartbeat_interval_s:
+        # a holder renews at most one interval late and one more after an outage; the
+        # grace trigger (client._gap_ms) must fire before that can expire a live lease
+        if self.lease_ttl_s < 4 * self.heartbeat_interval_s:
             raise ConfigError(
-                f"lease TTL ({self.lease_ttl_s:g} s) must be at least twice the heartbeat "
+                f"lease TTL ({self.lease_ttl_s:g} s) must be at least 4 x the heartbeat "
                 f"interval ({self.heartbeat_interval_s:g} s)"
             )
         if self.max_attempts < 1:

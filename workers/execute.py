@@ -159,7 +159,14 @@ class Executor:
         try:
             self.store.put(key, output.data, output.content_type, meta)
         except ObjectExistsError:
-            info = self.store.head(key)
+            # our own retried put (its first reply was lost) if the attempt id matches
+            try:
+                info = self.store.head(key)
+            except StoreError as exc:
+                log.warning("store failed for %s: %s", lease.task_id, exc)
+                self.infra_errors += 1
+                self._fail(lease, "infra", f"result store unavailable: {exc}")
+                return
             if not (info and info.metadata.get("attempt-id") == lease.attempt_id):
                 self._fail(lease, "infra", f"result key {key} is taken by another object")
                 return

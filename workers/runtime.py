@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import secrets
 import signal
 import socket
 import threading
@@ -70,6 +71,7 @@ class Worker:
         self.benchmarks: dict[str, AppBenchmark] = {}
         self._fields: dict[str, Any] = {}
         self._last_params: dict[str, dict[str, Any]] = {}
+        self._claim_ids: dict[str, list[str]] = {}
 
     # ---- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
@@ -202,7 +204,14 @@ class Worker:
         k = max(1, int(self.apps[app].batch_size(params)))
         if self.options.max_tasks is not None:
             k = max(1, min(k, self.options.max_tasks - self.tasks_done))
-        return self.client.claim(self.worker_id, app, k)
+        # a claim that failed may have run (its reply lost): asking again with the same
+        # attempt ids returns those leases instead of orphaning them (claim-12)
+        ids = self._claim_ids.pop(app, None) or [secrets.token_hex(8) for _ in range(k)]
+        try:
+            return self.client.claim(self.worker_id, app, len(ids), attempt_ids=ids)
+        except redis.RedisError:
+            self._claim_ids[app] = ids
+            raise
 
     def _run(self, app: str, leases: list) -> None:
         self.heartbeat.hold(leases)

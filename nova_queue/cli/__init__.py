@@ -14,14 +14,14 @@ import click
 
 from nova_queue.cli.base import cli
 from nova_queue.cli.demo import demo
-from nova_queue.cli.jobs import cancel, enqueue, results, status, workers
+from nova_queue.cli.jobs import cancel, enqueue, load_scripts, results, status, workers
 from nova_queue.cli.model import make_model
 from nova_queue.cli.post import post_worker
 from nova_queue.cli.run import worker
 from nova_queue.cli.web import web
 
 for _command in (enqueue, status, workers, results, cancel, worker, web, post_worker, demo,
-                 make_model):
+                 make_model, load_scripts):
     cli.add_command(_command)
 
 

@@ -12,6 +12,7 @@ import click
 
 from nova_queue.apps.registry import load_app
 from nova_queue.cli.base import Context, handle_errors, pass_ctx
+from nova_queue.connection import redact_url
 from nova_queue.cli.options import parse_pairs
 from nova_queue.errors import InputError, ObjectNotFoundError
 from nova_queue.models import JobStatus
@@ -227,3 +228,16 @@ def cancel(ctx: Context, job_id: str) -> None:
                f"{st.leased} still running (their results will be rejected)")
 
 
+
+
+@click.command("load-scripts")
+@pass_ctx
+@handle_errors
+def load_scripts(ctx: Context) -> None:
+    """Load nova-queue's Lua scripts into Redis (admin; after a restart or failover).
+
+    Workers with a restricted ACL user may only EVALSHA scripts an admin loaded.
+    """
+    client = ctx.client()
+    shas = client.scripts.load(client.redis)
+    click.echo(f"loaded {len(shas)} scripts into {redact_url(ctx.settings.redis_url)}")
