@@ -1,0 +1,229 @@
+"""The chaos checker: replays a namespace's event stream (the history of claims, commits,
+rejections and requeues, in the order Redis ran them) and compares it with the final state.
+
+Scripts are atomic and each appends its events before it returns, so the stream order is
+the order in which Redis applied the state changes. Per task the replay tracks the one live
+lease ``(worker, lease_gen)``:
+
+- ``claimed`` while a lease is live                    -> two live leases (``overlap``)
+- ``claimed`` with a lease_gen not above the last one  -> ``overlap`` too (fencing broken)
+- ``completed`` that is not the live lease            -> stale commit accepted
+- more than one ``completed``                          -> committed twice (``double``)
+- a task that should be terminal but is not, a missing task hash, or a done task whose
+  result object is missing from the store              -> ``lost``
+
+Client-side records (commits a test saw accepted) are checked against the final task hash:
+an accepted commit that is not the committed lease is a stale commit accepted, and two
+different accepted commits of one task are a double commit.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+RELEASES = ("requeued", "failed", "cancelled")
+TERMINAL = ("done", "failed", "cancelled")
+
+
+@dataclasses.dataclass(frozen=True)
+class Accepted:
+    """A commit a client saw succeed (``complete`` returned OK or ALREADY)."""
+
+    task_id: str
+    worker_id: str
+    lease_gen: int
+    attempt_id: str
+    result_key: str
+
+
+@dataclasses.dataclass
+class Verdict:
+    """What the checker found in one run."""
+
+    tasks: int = 0
+    lost: int = 0
+    double: int = 0
+    stale_accepted: int = 0
+    overlap: int = 0
+    claims: int = 0
+    commits: int = 0
+    rejected: int = 0
+    requeued: int = 0
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.double or self.stale_accepted or self.overlap)
+
+    def summary(self) -> str:
+        head = (f"tasks={self.tasks} lost={self.lost} double={self.double} "
+                f"stale_accepted={self.stale_accepted} overlap={self.overlap} "
+                f"claims={self.claims} commits={self.commits} rejected={self.rejected} "
+                f"requeued={self.requeued}")
+        return head + "".join(f"\n  - {p}" for p in self.problems[:30])
+
+
+def read_events(nova, page: int = 10_000) -> list[tuple[str, dict[str, str]]]:
+    """Every event of the namespace, oldest first, as ``(id, fields)``."""
+    key = nova.keys.events()
+    out: list[tuple[str, dict[str, str]]] = []
+    start = "-"
+    while True:
+        rows = nova.redis.xrange(key, start, "+", count=page)
+        out += rows
+        if len(rows) < page:
+            return out
+        start = "(" + rows[-1][0]
+
+
+@dataclasses.dataclass
+class _Task:
+    live: tuple[str, int] | None = None
+    last_gen: int = 0
+    commits: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
+
+
+def replay(events: Iterable[tuple[str, dict[str, str]]], verdict: Verdict) -> dict[str, _Task]:
+    """Replay the stream into per-task histories, counting violations into ``verdict``."""
+    tasks: dict[str, _Task] = collections.defaultdict(_Task)
+    for eid, f in events:
+        etype = f.get("type")
+        if "job" not in f or "task" not in f:
+            continue
+        tid = f"{f['job']}:{f['task']}"
+        t = tasks[tid]
+        if etype == "claimed":
+            verdict.claims += 1
+            gen = int(f["lease_gen"])
+            if t.live is not None:
+                verdict.overlap += 1
+                verdict.problems.append(f"{eid} {tid}: claimed by {f['worker']} gen {gen} "
+                                        f"while {t.live} is live")
+            elif gen <= t.last_gen:
+                verdict.overlap += 1
+                verdict.problems.append(f"{eid} {tid}: lease_gen {gen} after {t.last_gen}")
+            t.live, t.last_gen = (f["worker"], gen), max(gen, t.last_gen)
+        elif etype == "completed":
+            verdict.commits += 1
+            holder = (f["worker"], int(f["lease_gen"]))
+            if t.live != holder:
+                verdict.stale_accepted += 1
+                verdict.problems.append(f"{eid} {tid}: commit by {holder} accepted, live {t.live}")
+            t.commits.append((f["worker"], int(f["lease_gen"]), f.get("result", "")))
+            t.live = None
+        elif etype in RELEASES and "lease_gen" in f:
+            if etype == "requeued":
+                verdict.requeued += 1
+            if t.live == (f.get("worker"), int(f["lease_gen"])):
+                t.live = None
+        elif etype == "stale_rejected":
+            verdict.rejected += 1
+    return tasks
+
+
+def check(nova, jobs: Sequence[str], *, store: Any = None, accepted: Iterable[Accepted] = (),
+          expect: str = "terminal") -> Verdict:
+    """Check every task of ``jobs``: ``expect`` is ``terminal`` (done/failed/cancelled) or
+    ``done``. ``store``: also check that each done task's result object exists."""
+    verdict = Verdict()
+    events = read_events(nova)
+    enqueued = {f.get("job") for _, f in events if f.get("type") == "enqueued"}
+    missing = [j for j in jobs if j not in enqueued]
+    if missing:
+        raise AssertionError(f"event stream incomplete (trimmed?): no enqueued event for {missing}")
+    histories = replay(events, verdict)
+    wanted = set(jobs)
+    # events of other jobs in the namespace are replayed but not counted as this run's tasks
+    counted_double: set[str] = set()
+    counted_stale: set[str] = set()
+    finals: dict[str, Any] = {}
+    for job in jobs:
+        total = int(nova.redis.hget(nova.keys.job(job), "total") or 0)
+        verdict.tasks += total
+        for info in nova.tasks(job, 0, total):
+            finals[info.task_id] = info
+        for index in range(total):
+            tid = f"{job}:{index}"
+            info = finals.get(tid)
+            hist = histories.get(tid, _Task())
+            if info is None:
+                verdict.lost += 1
+                verdict.problems.append(f"{tid}: task hash missing")
+                continue
+            ok_states = ("done",) if expect == "done" else TERMINAL
+            if info.state not in ok_states:
+                verdict.lost += 1
+                verdict.problems.append(f"{tid}: ended {info.state}, expected {expect}")
+            if len(hist.commits) > 1:
+                verdict.double += 1
+                counted_double.add(tid)
+                verdict.problems.append(f"{tid}: committed {len(hist.commits)} times")
+            if info.state == "done":
+                last = hist.commits[-1] if hist.commits else None
+                if last != (info.worker_id, info.lease_gen, info.result):
+                    verdict.stale_accepted += tid not in counted_stale
+                    counted_stale.add(tid)
+                    verdict.problems.append(f"{tid}: final commit {last} does not match the "
+                                            f"task ({info.worker_id}, {info.lease_gen})")
+                if store is not None and store.head(info.result) is None:
+                    verdict.lost += 1
+                    verdict.problems.append(f"{tid}: result {info.result} missing from store")
+    by_task: dict[str, set[tuple[int, str]]] = collections.defaultdict(set)
+    for a in accepted:
+        if a.task_id.rpartition(":")[0] not in wanted:
+            continue
+        by_task[a.task_id].add((a.lease_gen, a.attempt_id))
+        info = finals.get(a.task_id)
+        current = info and (info.state, info.worker_id, info.lease_gen, info.attempt_id,
+                            info.result)
+        if current != ("done", a.worker_id, a.lease_gen, a.attempt_id, a.result_key):
+            if a.task_id not in counted_stale:
+                verdict.stale_accepted += 1
+                counted_stale.add(a.task_id)
+            verdict.problems.append(f"{a.task_id}: client saw commit gen {a.lease_gen} accepted "
+                                    f"but the task is {current}")
+    for tid, seen in by_task.items():
+        if len(seen) > 1 and tid not in counted_double:
+            verdict.double += 1
+            verdict.problems.append(f"{tid}: client saw {len(seen)} different commits accepted")
+    return verdict
+
+
+def invariants(nova, jobs: Sequence[str]) -> list[str]:
+    """Cross-key consistency of a namespace: counters, leases, held sets, pending sets."""
+    k = nova.keys
+    problems: list[str] = []
+    leased_ids: set[str] = set()
+    by_app: collections.Counter[str] = collections.Counter()
+    for job in jobs:
+        h = nova.redis.hgetall(k.job(job))
+        total = int(h.get("total", 0))
+        states = collections.Counter()
+        for info in nova.tasks(job, 0, total):
+            states[info.state] += 1
+            if info.state == "leased":
+                leased_ids.add(info.task_id)
+                by_app[h["app"]] += 1
+                if not nova.redis.sismember(k.held(info.worker_id), info.task_id):
+                    problems.append(f"{info.task_id}: leased but not in held:{info.worker_id}")
+            in_pending = nova.redis.zscore(k.pending(h["app"]), info.task_id) is not None
+            if in_pending != (info.state == "pending"):
+                problems.append(f"{info.task_id}: state {info.state}, in pending set {in_pending}")
+        for state in ("pending", "leased", "done", "failed", "cancelled"):
+            if int(h.get(state, 0)) != states[state]:
+                problems.append(f"job {job}: counter {state}={h.get(state)} but "
+                                f"{states[state]} tasks are {state}")
+        if sum(states.values()) != total:
+            problems.append(f"job {job}: {sum(states.values())} task hashes for {total} tasks")
+    mine = {m for m in nova.redis.zrange(k.leases(), 0, -1)
+            if m.rpartition(":")[0] in set(jobs)}
+    if mine != leased_ids:
+        problems.append(f"leases zset {sorted(mine)} != leased tasks {sorted(leased_ids)}")
+    for app, n in by_app.items():
+        got = int(nova.redis.hget(k.inflight(), app) or 0)
+        if got < n:
+            problems.append(f"inflight[{app}]={got} < {n} leased tasks")
+    return problems
