@@ -174,3 +174,13 @@ def test_unicode_and_odd_inputs_round_trip(nova):
     odd = ["emoji 🚀", "日本語", "a\u2028b", "<script>alert(1)</script>", "tab\there", " "]
     job = nova.enqueue("synthetic", [TaskSpec(p) for p in odd])
     assert [t.input for t in nova.job(job).tasks] == odd
+
+
+def test_large_job_published_onto_a_backlog_keeps_priority_then_fifo(nova):
+    backlog = nova.enqueue("synthetic", specs(1500), chunk_size=1000)
+    urgent = nova.enqueue("synthetic", specs(1200), chunk_size=500, priority=5)
+    later = nova.enqueue("synthetic", specs(1100), chunk_size=500)
+    order = nova.redis.zrange(nova.keys.pending("synthetic"), 0, -1)
+    assert order == ([f"{urgent}:{i}" for i in range(1200)] + [f"{backlog}:{i}" for i in range(1500)]
+                     + [f"{later}:{i}" for i in range(1100)])
+    assert not nova.redis.exists(nova.keys.stage(urgent), nova.keys.stage(later))

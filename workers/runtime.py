@@ -10,6 +10,7 @@ import secrets
 import signal
 import socket
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
@@ -36,6 +37,10 @@ log = logging.getLogger(__name__)
 MAX_IDLE_WAIT_S = 2.0
 #: Longest back-off after Redis or the store failed.
 MAX_BACKOFF_S = 30.0
+#: Events that can give a waiting worker something to claim.
+WAKE_EVENTS = frozenset({"enqueued", "requeued"})
+#: While other workers' events stream by, look for a wake event at most this often.
+WAKE_POLL_S = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +168,7 @@ class Worker:
         backoff = 0.5
         names = list(self.apps)
         turn = 0
+        waiting = False
         while not self.stop_event.is_set():
             if self.options.max_tasks is not None and self.tasks_done >= self.options.max_tasks:
                 log.info("finished %d task(s) (--max-tasks)", self.tasks_done)
@@ -170,6 +176,9 @@ class Worker:
             statuses = []
             waits = []
             try:
+                # still waiting: note the event stream's position before claiming, so that a
+                # job enqueued after this claim round ends the wait below at once
+                mark = self.client.last_event_id() if waiting else None
                 for i in range(len(names)):
                     app = names[(turn + i) % len(names)]
                     result = self._claim(app)
@@ -190,13 +199,35 @@ class Worker:
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
                 continue
             if "ok" in statuses:
+                waiting = False
                 if any(e.infra_errors for e in self.executors.values()):
                     self._infra_pause()
                 continue
             if self.options.burst and all(s == "empty" for s in statuses):
                 log.info("no work left for %s (--burst): exiting", ", ".join(names))
                 return
-            self.stop_event.wait(min(min(waits or [MAX_IDLE_WAIT_S]), MAX_IDLE_WAIT_S))
+            waiting = True
+            self._wait_for_work(mark, min(min(waits or [MAX_IDLE_WAIT_S]), MAX_IDLE_WAIT_S))
+
+    def _wait_for_work(self, after: str | None, wait_s: float) -> None:
+        """Sleep up to ``wait_s`` (the claim's hint), but wake as soon as a job is enqueued
+        or a task requeued: the event stream says so (XREAD BLOCK)."""
+        deadline = time.monotonic() + wait_s
+        try:
+            if after is None:  # first wait after work: a job enqueued since the claim waits
+                after = self.client.last_event_id()  # at most wait_s, as without the stream
+            while not self.stop_event.is_set():
+                left_ms = int((deadline - time.monotonic()) * 1000)
+                if left_ms <= 0:
+                    return
+                events = self.client.events(after, count=100, block_ms=left_ms)
+                if any(e.type in WAKE_EVENTS for e in events):
+                    return
+                if events:  # other workers' claims and commits: look again a little later
+                    after = events[-1].id
+                    self.stop_event.wait(min(WAKE_POLL_S, max(0.0, deadline - time.monotonic())))
+        except redis.RedisError:
+            self.stop_event.wait(max(0.0, deadline - time.monotonic()))
 
     def _claim(self, app: str):
         # batch size of the last job's params (e.g. its image size); defaults at first

@@ -66,8 +66,12 @@ if not redis.call('ZSCORE', alive_key, wid) then
   return { -10, int(now), 'worker ' .. wid .. ' is not registered' }
 end
 
+-- everything this script reads of the worker, in one call
+local wh = redis.call('HMGET', worker_key, 'last_claim', 'ema:' .. app, 'n:' .. app,
+  'bench:' .. app, 'name', 'backend', 'host', 'claims')
+
 -- a retried claim whose reply was lost gets the same leases back, not new ones
-if redis.call('HGET', worker_key, 'last_claim') == ARGV[9] then
+if wh[1] == ARGV[9] then
   local wanted = {}
   for i = 9, #ARGV do
     wanted[ARGV[i]] = true
@@ -99,15 +103,14 @@ if R == 0 then
   return { 3, int(now), 1000 }
 end
 
--- this worker's estimate (seconds per cost unit), or nil
+-- this worker's estimate (seconds per cost unit) and whether it is a measured one
 local function estimate()
-  local w = redis.call('HMGET', worker_key, 'ema:' .. app, 'n:' .. app, 'bench:' .. app)
-  if (tonumber(w[2]) or 0) > 0 and tonumber(w[1]) then
-    return tonumber(w[1])
+  if (tonumber(wh[3]) or 0) > 0 and tonumber(wh[2]) then
+    return tonumber(wh[2]), true
   end
-  local bench = tonumber(w[3])
+  local bench = tonumber(wh[4])
   if not bench then
-    return nil
+    return nil, false
   end
   local ratios = {}
   local members = redis.call('ZRANGE', fleet_key, 0, 63)
@@ -120,53 +123,79 @@ local function estimate()
     end
   end
   if #ratios == 0 then
-    return bench
+    return bench, false
   end
   table.sort(ratios)
-  return bench * ratios[math.floor((#ratios + 1) / 2)]
+  return bench * ratios[math.floor((#ratios + 1) / 2)], false
 end
 
 -- candidate tasks in queue order, skipping cancelled jobs and tasks this worker ran
--- out of memory on (while another live worker of the app has not)
-local candidates, costs = {}, {}
-local live_workers = redis.call('SCARD', app_workers_key)
-local scan = redis.call('ZRANGE', pending_key, 0, k + 31)
-for _, tid in ipairs(scan) do
-  if #candidates >= k then
+-- out of memory on (while another live worker of the app has not); reads k entries
+-- first, 32 more only when some were skipped
+local candidates, tasks, jobs = {}, {}, {}
+local live_workers = nil
+local removed = false
+local offset, window = 0, k
+while #candidates < k do
+  local scan = redis.call('ZRANGE', pending_key, offset, offset + window - 1)
+  for _, tid in ipairs(scan) do
+    if #candidates >= k then
+      break
+    end
+    local task_key = prefix .. 'task:' .. tid
+    local job_id = job_of(tid)
+    local t = redis.call('HMGET', task_key, 'cost', 'oom', 'input', 'lease_gen', 'attempt_count')
+    local j = jobs[job_id]
+    if not j then
+      j = redis.call('HMGET', prefix .. 'job:' .. job_id, 'state', 'params')
+      jobs[job_id] = j
+    end
+    if j[1] == 'cancelled' then
+      local job_key = prefix .. 'job:' .. job_id
+      redis.call('ZREM', pending_key, tid)
+      redis.call('HSET', task_key, 'state', 'cancelled')
+      redis.call('HINCRBY', job_key, 'pending', -1)
+      redis.call('HINCRBY', job_key, 'cancelled', 1)
+      finish_job_if_done(ctx, job_key, job_id, now)
+      removed = true
+    else
+      local skip = false
+      if t[2] and string.find(',' .. t[2] .. ',', ',' .. wid .. ',', 1, true) then
+        live_workers = live_workers or redis.call('SCARD', app_workers_key)
+        local tried = select(2, string.gsub(t[2], '[^,]+', ''))
+        skip = tried < live_workers
+      end
+      if not skip then
+        candidates[#candidates + 1] = tid
+        tasks[#tasks + 1] = t
+      end
+    end
+  end
+  if #scan < window or offset > 0 then
     break
   end
-  local task_key = prefix .. 'task:' .. tid
-  local t = redis.call('HMGET', task_key, 'cost', 'oom')
-  local job_key = prefix .. 'job:' .. job_of(tid)
-  if redis.call('HGET', job_key, 'state') == 'cancelled' then
-    redis.call('ZREM', pending_key, tid)
-    redis.call('HSET', task_key, 'state', 'cancelled')
-    redis.call('HINCRBY', job_key, 'pending', -1)
-    redis.call('HINCRBY', job_key, 'cancelled', 1)
-    finish_job_if_done(ctx, job_key, job_of(tid), now)
-  else
-    local skip = false
-    if t[2] and string.find(',' .. t[2] .. ',', ',' .. wid .. ',', 1, true) then
-      local tried = select(2, string.gsub(t[2], '[^,]+', ''))
-      skip = tried < live_workers
-    end
-    if not skip then
-      candidates[#candidates + 1] = tid
-      costs[#costs + 1] = tonumber(t[1]) or 1
-    end
-  end
+  offset, window = offset + window, 32
 end
 if #candidates == 0 then
   return { 2, int(now), 1000 }
 end
-R = redis.call('ZCARD', pending_key)
+if removed then
+  R = redis.call('ZCARD', pending_key)
+end
+local costs = {}
+for i, t in ipairs(tasks) do
+  costs[i] = tonumber(t[1]) or 1
+end
 
-local t_w = estimate()
+local t_w, measured = estimate()
 local grant = 0
 if not t_w then
   grant = 1 -- explore: no data at all
 else
-  redis.call('ZADD', fleet_key, 'XX', num(t_w), wid)
+  if not measured then
+    -- a measured estimate is already the fleet score (complete keeps it there)
+    redis.call('ZADD', fleet_key, 'XX', num(t_w), wid)
+  end
   local c = costs[1]
   local kk = #candidates
   local C = 0
@@ -207,10 +236,13 @@ else
       end
     end
     if grant == 0 then
+      -- ask again when the answer can change: when another worker frees up — a busy one
+      -- at its predicted free time, an idle one after the task it is about to take
       local hint = 1000
       for _, o in ipairs(others) do
-        if o[2] > 0 and o[2] < hint then
-          hint = o[2]
+        local next_ms = o[2] > 0 and o[2] or o[1]
+        if next_ms < hint then
+          hint = next_ms
         end
       end
       return { 2, int(now), int(math.max(hint, 50)) }
@@ -219,44 +251,44 @@ else
 end
 
 -- lease the granted tasks
-local w = redis.call('HMGET', worker_key, 'name', 'backend', 'host')
 local deadline = now + ttl_ms
 local leases = {}
 local busy = 0
 for i = 1, grant do
   local tid = candidates[i]
+  local t = tasks[i]
   local task_key = prefix .. 'task:' .. tid
   local job_id = job_of(tid)
   local job_key = prefix .. 'job:' .. job_id
-  local gen = redis.call('HINCRBY', task_key, 'lease_gen', 1)
-  local attempt = redis.call('HINCRBY', task_key, 'attempt_count', 1)
+  local j = jobs[job_id]
+  local gen = (tonumber(t[4]) or 0) + 1
+  local attempt = (tonumber(t[5]) or 0) + 1
   local attempt_id = ARGV[8 + i]
   local predicted = t_w and (t_w * costs[i]) or nil
   busy = busy + (predicted or 0)
   redis.call('ZREM', pending_key, tid)
-  redis.call('HSET', task_key, 'state', 'leased', 'worker', wid, 'worker_name', w[1] or '',
-    'backend', w[2] or '', 'host', w[3] or '', 'attempt_id', attempt_id,
-    'deadline_ms', int(deadline), 'claimed_ms', int(now), 'predicted_s', predicted and num(predicted) or '')
+  redis.call('HSET', task_key, 'state', 'leased', 'lease_gen', gen, 'attempt_count', attempt,
+    'worker', wid, 'worker_name', wh[5] or '', 'backend', wh[6] or '', 'host', wh[7] or '',
+    'attempt_id', attempt_id, 'deadline_ms', int(deadline), 'claimed_ms', int(now),
+    'predicted_s', predicted and num(predicted) or '')
   redis.call('ZADD', leases_key, deadline, tid)
   redis.call('SADD', held_key, tid)
-  local j = redis.call('HMGET', job_key, 'state', 'params')
   redis.call('HINCRBY', job_key, 'pending', -1)
   redis.call('HINCRBY', job_key, 'leased', 1)
   if j[1] == 'queued' then
     redis.call('HSET', job_key, 'state', 'running', 'started_ms', int(now))
+    j[1] = 'running'
   end
-  local input = redis.call('HGET', task_key, 'input')
   leases[i] = {
-    tid = tid, job = job_id, index = tonumber(index_of(tid)), input = input, cost = costs[i],
+    tid = tid, job = job_id, index = tonumber(index_of(tid)), input = t[3], cost = costs[i],
     params = j[2] or '{}', lease_gen = gen, attempt_id = attempt_id, attempt = attempt,
     deadline_ms = int(deadline), predicted_s = predicted or cjson.null,
   }
-  emit(ctx, 'claimed', 'job', job_id, 'task', index_of(tid), 'worker', wid, 'name', w[1] or '',
-    'backend', w[2] or '', 'lease_gen', gen, 'attempt', attempt,
+  emit(ctx, 'claimed', 'job', job_id, 'task', index_of(tid), 'worker', wid, 'name', wh[5] or '',
+    'backend', wh[6] or '', 'lease_gen', gen, 'attempt', attempt,
     'predicted_s', predicted and num(predicted) or '')
 end
 redis.call('HINCRBY', ctx.inflight, app, grant)
-redis.call('HINCRBY', worker_key, 'claims', grant)
 redis.call('HSET', worker_key, 'state', 'busy', 'busy_until_ms', int(now + busy * 1000),
-  'last_claim', ARGV[9])
+  'last_claim', ARGV[9], 'claims', (tonumber(wh[8]) or 0) + grant)
 return { 0, int(now), cjson.encode(leases) }

@@ -72,7 +72,9 @@ elseif t[3] ~= gen then
   code = -4
 elseif t[4] ~= attempt_id then
   code = -5
-elseif redis.call('HGET', job_key, 'state') == 'cancelled' then
+end
+local j = redis.call('HMGET', job_key, 'state', 'app')
+if code == 0 and j[1] == 'cancelled' then
   release(ctx, tid, now, 'cancelled', 'job cancelled', false)
   code = -6
 end
@@ -82,11 +84,13 @@ if code ~= 0 then
   return { code, 0 }
 end
 
-local app = redis.call('HGET', job_key, 'app')
-redis.call('HSET', task_key, 'state', 'done', 'result', result_key, 'finished_ms', int(now),
-  'run_s', num(run_s), 'warm', warm and '1' or '0', 'meta', ARGV[11])
-if not warm then
-  redis.call('HSET', task_key, 'cold_s', num(run_s))
+local app = j[2]
+if warm then
+  redis.call('HSET', task_key, 'state', 'done', 'result', result_key, 'finished_ms', int(now),
+    'run_s', num(run_s), 'warm', '1', 'meta', ARGV[11])
+else
+  redis.call('HSET', task_key, 'state', 'done', 'result', result_key, 'finished_ms', int(now),
+    'run_s', num(run_s), 'warm', '0', 'meta', ARGV[11], 'cold_s', num(run_s))
 end
 redis.call('ZREM', leases_key, tid)
 redis.call('SREM', held_key, tid)
@@ -94,31 +98,33 @@ redis.call('HINCRBY', ctx.inflight, app, -1)
 redis.call('HINCRBY', job_key, 'leased', -1)
 redis.call('HINCRBY', job_key, 'done', 1)
 
--- the worker's speed: moving average of warm runs, cold runs kept apart
-if redis.call('EXISTS', worker_key) == 1 then
-  redis.call('HINCRBY', worker_key, 'tasks_done', 1)
-  redis.call('HINCRBY', worker_key, 'done:' .. app, 1)
+-- the worker's speed: moving average of warm runs, cold runs kept apart; one read, one write
+local w = redis.call('HMGET', worker_key, 'id', 'tasks_done', 'done:' .. app, 'ema:' .. app, 'n:' .. app)
+if w[1] then
+  local update = { 'tasks_done', (tonumber(w[2]) or 0) + 1, 'done:' .. app, (tonumber(w[3]) or 0) + 1 }
   local cost = tonumber(t[6]) or 1
   if warm and cost > 0 then
     local sample = run_s / cost
-    local w = redis.call('HMGET', worker_key, 'ema:' .. app, 'n:' .. app)
-    local ema = tonumber(w[1])
-    if (tonumber(w[2]) or 0) > 0 and ema then
+    local ema = tonumber(w[4])
+    local n = tonumber(w[5]) or 0
+    if n > 0 and ema then
       ema = alpha * sample + (1 - alpha) * ema
     else
       ema = sample
     end
-    redis.call('HSET', worker_key, 'ema:' .. app, num(ema))
-    redis.call('HINCRBY', worker_key, 'n:' .. app, 1)
+    update[#update + 1], update[#update + 2] = 'ema:' .. app, num(ema)
+    update[#update + 1], update[#update + 2] = 'n:' .. app, n + 1
     if redis.call('ZSCORE', ctx.alive, wid) then
       redis.call('ZADD', fleet_key, num(ema), wid)
     end
   elseif not warm then
-    redis.call('HSET', worker_key, 'cold:' .. app, num(run_s))
+    update[#update + 1], update[#update + 2] = 'cold:' .. app, num(run_s)
   end
   if redis.call('SCARD', held_key) == 0 then
-    redis.call('HSET', worker_key, 'state', 'idle', 'busy_until_ms', int(now))
+    update[#update + 1], update[#update + 2] = 'state', 'idle'
+    update[#update + 1], update[#update + 2] = 'busy_until_ms', int(now)
   end
+  redis.call('HSET', worker_key, unpack(update))
 end
 
 emit(ctx, 'completed', 'job', job_id, 'task', index, 'worker', wid, 'lease_gen', gen,

@@ -125,8 +125,25 @@ if publish then
     return { -11, 'cannot publish: ' .. staged .. ' of ' .. total .. ' tasks staged' }
   end
   if target == stage_key then
-    redis.call('ZUNIONSTORE', pending_key, 2, pending_key, stage_key)
-    redis.call('DEL', stage_key)
+    if redis.call('EXISTS', pending_key) == 0 then
+      redis.call('RENAME', stage_key, pending_key) -- O(1) into an empty queue
+    else
+      -- move the staged members: O(M log N); ZUNIONSTORE would copy the whole backlog
+      local moved = 0
+      while true do
+        local m = redis.call('ZRANGE', stage_key, moved, moved + 999, 'WITHSCORES')
+        if #m == 0 then
+          break
+        end
+        local scored = {}
+        for i = 1, #m, 2 do
+          scored[i], scored[i + 1] = m[i + 1], m[i]
+        end
+        redis.call('ZADD', pending_key, unpack(scored))
+        moved = moved + #m / 2
+      end
+      redis.call('DEL', stage_key)
+    end
     redis.call('ZREM', staging_key, job_id)
   end
   redis.call('HSET', job_key, 'state', 'queued', 'pending', int(total))

@@ -12,7 +12,8 @@ local function tick(ctx, now, gap_ms, ttl_ms)
     redis.call('HSET', ctx.meta, 'grace_until_ms', int(grace))
     emit(ctx, 'grace', 'gap_ms', int(now - last), 'until_ms', int(grace))
   end
-  if now > last then
+  -- at most one write per 100 ms: gaps that matter are >= half a lease TTL (>= 1 s)
+  if now >= last + 100 then
     redis.call('HSET', ctx.meta, 'last_tick_ms', int(now))
   end
   return grace
