@@ -43,9 +43,11 @@ def test_registered_as_builtin():
 
 def test_params_defaults_and_parsing():
     app = SyntheticApp()
-    assert app.parse_params({}) == {"seconds": 0.2, "size": 256, "crash_on": "", "oom_on": ""}
+    assert app.parse_params({}) == {"seconds": 0.2, "size": 256, "crash_on": "", "oom_on": "",
+                                    "jitter": 0.0, "jitter_seed": 0}
     parsed = app.parse_params({"seconds": "1.5", "size": "128", "crash_on": "boom"})
-    assert parsed == {"seconds": 1.5, "size": 128, "crash_on": "boom", "oom_on": ""}
+    assert parsed == {"seconds": 1.5, "size": 128, "crash_on": "boom", "oom_on": "",
+                      "jitter": 0.0, "jitter_seed": 0}
     assert app.parse_params(parsed) == parsed  # idempotent: stored params parse again
     assert app.parse_params(json.loads(json.dumps(parsed))) == parsed
 
@@ -170,3 +172,18 @@ def test_importing_the_app_does_not_import_torch():
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_jitter_is_seeded_bounded_and_invisible_to_the_cost():
+    from nova_queue.apps.synthetic import jittered_seconds
+
+    app = SyntheticApp()
+    params = app.parse_params({"seconds": "0.1", "jitter": "0.2", "jitter_seed": "7"})
+    durations = [jittered_seconds(0.1, 0.2, 7, i) for i in range(50)]
+    assert durations == [jittered_seconds(0.1, 0.2, 7, i) for i in range(50)]
+    assert all(0.08 <= d <= 0.12 for d in durations) and len(set(durations)) > 40
+    assert durations != [jittered_seconds(0.1, 0.2, 8, i) for i in range(50)]
+    assert jittered_seconds(0.1, 0.0, 7, 3) == 0.1
+    assert {t.cost for t in app.make_tasks(["a", "b"], params)} == {0.1}
+    with pytest.raises(InputError, match="jitter"):
+        app.parse_params({"jitter": "1.5"})

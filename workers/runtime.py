@@ -178,7 +178,7 @@ class Worker:
             try:
                 # still waiting: note the event stream's position before claiming, so that a
                 # job enqueued after this claim round ends the wait below at once
-                mark = self.client.last_event_id() if waiting else None
+                mark = self._event_mark() if waiting else None
                 for i in range(len(names)):
                     app = names[(turn + i) % len(names)]
                     result = self._claim(app)
@@ -208,6 +208,14 @@ class Worker:
                 return
             waiting = True
             self._wait_for_work(mark, min(min(waits or [MAX_IDLE_WAIT_S]), MAX_IDLE_WAIT_S))
+
+    def _event_mark(self) -> str | None:
+        """The event stream's newest id; None if it cannot be read (e.g. an ACL without
+        XREVRANGE), and the wait below then simply sleeps for the claim's hint."""
+        try:
+            return self.client.last_event_id()
+        except redis.ResponseError:
+            return None
 
     def _wait_for_work(self, after: str | None, wait_s: float) -> None:
         """Sleep up to ``wait_s`` (the claim's hint), but wake as soon as a job is enqueued

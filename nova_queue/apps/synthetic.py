@@ -9,14 +9,16 @@ wall seconds per reference second: about 1.0 on a 1× worker, F with ``--slowdow
 
 Params (``-p key=value``):
 
-========  =======  ===========  =====================================================
-key       type     default      meaning
-========  =======  ===========  =====================================================
-seconds   float    0.2          reference seconds per task, 0..3600
-size      int      256          PNG edge in pixels, 64..1024
-crash_on  str      (none)       a task whose prompt contains it raises every time
-oom_on    str      (none)       a task whose prompt contains it raises MemoryError
-========  =======  ===========  =====================================================
+===========  =======  ===========  =====================================================
+key          type     default      meaning
+===========  =======  ===========  =====================================================
+seconds      float    0.2          reference seconds per task, 0..3600
+size         int      256          PNG edge in pixels, 64..1024
+crash_on     str      (none)       a task whose prompt contains it raises every time
+oom_on       str      (none)       a task whose prompt contains it raises MemoryError
+jitter       float    0            each task runs seconds x (1 ± jitter), 0..0.9, seeded
+jitter_seed  int      0            seed of the jitter: same seed, same durations
+===========  =======  ===========  =====================================================
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import functools
 import hashlib
 import io
 import math
+import random
 import time
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -38,7 +41,8 @@ from nova_queue.apps.base import App, AppContext, TaskInput, TaskOutput
 from nova_queue.errors import AppError, ConfigError, InputError
 from nova_queue.models import TaskSpec
 
-DEFAULTS: dict[str, Any] = {"seconds": 0.2, "size": 256, "crash_on": "", "oom_on": ""}
+DEFAULTS: dict[str, Any] = {"seconds": 0.2, "size": 256, "crash_on": "", "oom_on": "",
+                            "jitter": 0.0, "jitter_seed": 0}
 MAX_SECONDS = 3600.0
 MIN_SIZE, MAX_SIZE = 64, 1024
 MIN_COST = 0.001
@@ -70,6 +74,10 @@ class SyntheticApp(App):
             out["seconds"] = _number("seconds", raw["seconds"], float, 0.0, MAX_SECONDS)
         if "size" in raw:
             out["size"] = _number("size", raw["size"], int, MIN_SIZE, MAX_SIZE)
+        if "jitter" in raw:
+            out["jitter"] = _number("jitter", raw["jitter"], float, 0.0, 0.9)
+        if "jitter_seed" in raw:
+            out["jitter_seed"] = _number("jitter_seed", raw["jitter_seed"], int, 0, 2**31)
         for key in ("crash_on", "oom_on"):
             if key in raw:
                 value = raw[key]
@@ -116,7 +124,9 @@ class SyntheticApp(App):
             raise PoisonTaskError(f"poison task: prompt contains {crash_on!r} (crash_on)")
         if oom_on and oom_on in task.input:
             raise MemoryError(f"simulated out-of-memory: prompt contains {oom_on!r} (oom_on)")
-        seconds = float(params.get("seconds", DEFAULTS["seconds"]))
+        seconds = jittered_seconds(float(params.get("seconds", DEFAULTS["seconds"])),
+                                   float(params.get("jitter", 0.0)),
+                                   int(params.get("jitter_seed", 0)), task.index)
         started = time.perf_counter()
         digest, rounds = burn(task.input, seconds * ctx.slowdown)
         compute_s = time.perf_counter() - started
@@ -130,6 +140,16 @@ class SyntheticApp(App):
         }
         png = render_card(task.input, meta, int(params.get("size", DEFAULTS["size"])))
         return TaskOutput(data=png, content_type="image/png", extension="png", metadata=meta)
+
+
+def jittered_seconds(seconds: float, jitter: float, seed: int, index: int) -> float:
+    """Task ``index``'s reference seconds: ``seconds`` x (1 ± ``jitter``), uniform and seeded,
+    so every run (and every benchmark policy) gets the same durations. The task's cost stays
+    nominal: the scheduler does not see the jitter, as with real workloads."""
+    if not jitter:
+        return seconds
+    u = random.Random(f"{seed}:{index}").uniform(-jitter, jitter)
+    return round(seconds * (1 + u), 5)
 
 
 def burn(text: str, duration_s: float) -> tuple[str, int]:

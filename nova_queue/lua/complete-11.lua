@@ -41,6 +41,7 @@
    -6  JOB_CANCELLED (the task is now cancelled)
 ]]
 --- @include "common"
+--- @include "fence"
 --- @include "release"
 
 local task_key, job_key, worker_key, held_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -58,29 +59,18 @@ local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt
 if not t[1] then
   return { -1, 0 }
 end
-local code = 0
-if t[1] == 'done' then
-  if t[2] == wid and t[3] == gen and t[4] == attempt_id and t[5] == result_key then
-    return { 1, 0 }
-  end
-  code = -2
-elseif t[1] ~= 'leased' then
-  code = -2
-elseif t[2] ~= wid then
-  code = -3
-elseif t[3] ~= gen then
-  code = -4
-elseif t[4] ~= attempt_id then
-  code = -5
+if t[1] == 'done' and t[2] == wid and t[3] == gen and t[4] == attempt_id
+    and t[5] == result_key then
+  return { 1, 0 } -- this exact commit already took effect (its reply was lost)
 end
+local code = fence(t, wid, gen, attempt_id)
 local j = redis.call('HMGET', job_key, 'state', 'app')
 if code == 0 and j[1] == 'cancelled' then
   release(ctx, tid, now, 'cancelled', 'job cancelled', false)
   code = -6
 end
 if code ~= 0 then
-  emit(ctx, 'stale_rejected', 'job', job_id, 'task', index, 'worker', wid, 'op', 'complete',
-    'lease_gen', gen, 'current_gen', t[3] or '', 'state', t[1], 'code', code)
+  reject_stale(ctx, tid, wid, 'complete', gen, t, code)
   return { code, 0 }
 end
 

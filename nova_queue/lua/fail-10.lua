@@ -32,6 +32,7 @@
    -9  BAD_INPUT (unknown kind)
 ]]
 --- @include "common"
+--- @include "fence"
 --- @include "release"
 
 local task_key, job_key, worker_key = KEYS[1], KEYS[2], KEYS[3]
@@ -51,19 +52,9 @@ local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt
 if not t[1] then
   return { -1, '' }
 end
-local code = 0
-if t[1] ~= 'leased' then
-  code = -2
-elseif t[2] ~= wid then
-  code = -3
-elseif t[3] ~= gen then
-  code = -4
-elseif t[4] ~= attempt_id then
-  code = -5
-end
+local code = fence(t, wid, gen, attempt_id)
 if code ~= 0 then
-  emit(ctx, 'stale_rejected', 'job', job_of(tid), 'task', index_of(tid), 'worker', wid,
-    'op', 'fail', 'lease_gen', gen, 'current_gen', t[3] or '', 'state', t[1], 'code', code)
+  reject_stale(ctx, tid, wid, 'fail', gen, t, code)
   return { code, t[1] }
 end
 

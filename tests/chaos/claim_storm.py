@@ -78,7 +78,7 @@ def commit(client: NovaClient, wid: str, lease, out: list) -> None:
 def main(argv: list[str]) -> int:
     url, namespace, job, proc, threads, seed, out_path, deadline_s = argv
     client = NovaClient.from_url(url, namespace=namespace, lease_ttl_s=LEASE_TTL_S,
-                                 heartbeat_interval_s=1.0, events_maxlen=10_000_000)
+                                 heartbeat_interval_s=0.75, events_maxlen=10_000_000)
     deadline = time.monotonic() + float(deadline_s)
     out: list[dict] = []
     errors: list[BaseException] = []

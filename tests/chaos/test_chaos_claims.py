@@ -23,7 +23,7 @@ STORM = Path(__file__).with_name("claim_storm.py")
 
 def test_claim_storm_never_two_live_leases(redis_url, namespace, tmp_path, record):
     started = time.monotonic()
-    nova = chaos_client(redis_url, namespace, lease_ttl_s=3.0, heartbeat_interval_s=1.0)
+    nova = chaos_client(redis_url, namespace, lease_ttl_s=3.0, heartbeat_interval_s=0.75)
     from nova_queue import TaskSpec
 
     job = nova.enqueue("synthetic", [TaskSpec(f"storm {i}", 0.001) for i in range(TASKS)],
