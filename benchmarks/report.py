@@ -1,0 +1,270 @@
+"""``docs/BENCHMARKS.md`` from a run's results: targets (met / missed), machine, how to
+rerun, one table per section, and the plots."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from benchlib import median
+from optimum import optimal_makespan
+
+NA = "—"
+
+
+def _f(x: Any, fmt: str = ".2f") -> str:
+    return NA if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each issue target with its measured value and whether it was met (None: not run)."""
+    s, t, r, c = (res.get(k) for k in ("scheduling", "throughput", "recovery", "scale"))
+    rows = []
+
+    def add(name: str, section: Any, value: Any, met: Any) -> None:
+        rows.append({"target": name, "measured": value if section else NA,
+                     "met": met if section else None})
+
+    add("makespan ≤ 1.03 × T* (no kills)", s, s and f"{s['makespan_over_optimum']:.3f} × T*",
+        s and s["makespan_over_optimum"] <= 1.03)
+    add("makespan ≤ 1.15 × T* (fastest worker killed)", s,
+        s and f"{s['kill_makespan_over_optimum']:.3f} × T*",
+        s and s["kill_makespan_over_optimum"] <= 1.15)
+    add("FIFO makespan ≥ 3 × nova-queue's", s, s and f"{s['fifo_over_nova']:.2f} ×",
+        s and s["fifo_over_nova"] >= 3)
+    add("lifecycle throughput ≥ 10 × RQ SimpleWorker", t, t and f"{t['nova_over_rq']:.1f} ×",
+        t and t["nova_over_rq"] >= 10)
+    add("recovery ≤ TTL + 1 s (every run)", r, r and ", ".join(
+        f"{m:.2f} s @ {ttl:g} s" for ttl, m in zip(r["lease_ttl_s"], r["max_recovery_s"])),
+        r and all(m <= ttl + 1 for ttl, m in zip(r["lease_ttl_s"], r["max_recovery_s"])))
+    add("100k tasks enqueued in < 1 s", c, c and f"{c['enqueue_100k_s']:.2f} s",
+        c and c["enqueue_100k_s"] < 1)
+    add("≤ 300 B of Redis memory per task beyond its payload", c,
+        c and f"{c['redis_bytes_per_task']:.0f} B", c and c["redis_bytes_per_task"] <= 300)
+    return rows
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out + [""]
+
+
+def _fifo_bound(s: dict[str, Any]) -> str:
+    """Why FIFO ÷ nova is bounded on this fleet, from the measured FIFO runs."""
+    fifo = [r for r in s["runs"] if (r["policy"], r["scenario"]) == ("fifo", "base")]
+    if not fifo:
+        return ""
+    names = [w["name"] for w in fifo[0]["workers"]]
+    t = [median([next(w for w in r["workers"] if w["name"] == name)["per_task_s"] for r in fifo])
+         for name in names]
+    n = s["config"]["n_tasks"]
+    t_slow = max(t)
+    opt = optimal_makespan([0.0] * len(t), t, n)
+    n_max = max((k for k in range(1, n + 1)
+                 if 3 * optimal_makespan([0.0] * len(t), t, k) <= t_slow), default=0)
+    return (f"FIFO hands every free worker a task at once, so its makespan is at least the "
+            f"slowest worker's one task, {t_slow:.1f} s here, while T* for {n} tasks is "
+            f"{opt:.1f} s: even a perfect scheduler beats FIFO by at most about "
+            f"{t_slow / opt:.1f}× on this fleet. A 3× gap needs a job of at most {n_max} tasks "
+            f"(3·T* ≤ {t_slow:.1f} s) or a slower slow class: it is a property of the fleet "
+            f"and N, not of the scheduler.")
+
+
+def _scheduling(s: dict[str, Any]) -> list[str]:
+    cfg = s["config"]
+    fleet = (f"Fleet: {'; '.join(f['label'] for f in s['fleet'])} — one real worker process "
+             f"each (`--slowdown` 1, 1.5, 10, 80). {cfg['n_tasks']} tasks of {cfg['ref_s']:g} "
+             f"reference seconds ± {cfg['jitter']:.0%} (uniform, seeded, identical for every "
+             f"policy; the scheduler only sees the nominal cost). Lease TTL "
+             f"{cfg['lease_ttl_s']:g} s, heartbeat every {cfg['lease_ttl_s'] / 5:g} s.")
+    definitions = (
+        "**Definitions.** Each run first starts its workers and waits until every one is "
+        "ready (nova-queue: registered, after its startup benchmark; baselines: after the "
+        "same torch import, backend self-test and matmul timing). t0 is the instant the "
+        "first task is enqueued; **makespan = last result committed − t0**, for every "
+        "policy. Per worker, c_i = max(0, ready − t0) (non-zero only for the late worker) "
+        "and t_i = its mean task service time (leased/popped → result committed, PNG upload "
+        "included). **T\\*** is the exact optimum for those (c_i, t_i): the smallest T with "
+        "Σ_i ⌊(T − c_i)⁺ / t_i⌋ ≥ N (a killed worker counts only tasks it finishes before "
+        "the kill). A queue's own delays — noticing new work, claim round trips, recovering "
+        "a lost lease — are not in (c_i, t_i), so they show in makespan ÷ T\\*.")
+    static = (" (computed from the FIFO run's c_i, t_i: `--quick`)"
+              if s["static_computed"] else "")
+    policies = (
+        "Policies: **nova** — real `nova-queue worker` processes; **fifo** — each worker "
+        "pops the next task from one Redis list when free (what RQ does); **rq** — real RQ "
+        "`SimpleWorker`s, same work per task; **static** — each worker gets N/4 tasks up "
+        f"front{static}. Scenarios: **kill** — the 1× worker is `kill -9`ed when "
+        f"{cfg['kill_fraction']:.0%} of the tasks are done; **late** — the 1× worker's process "
+        f"is held back and joins ~{cfg['late_s']:g} s after t0 (its imports done beforehand, "
+        "so it joins equally late in every policy).")
+    out = ["## 1–2. Scheduling quality (nova-queue, FIFO pull, RQ, static split)", "",
+           fleet, "", definitions, "", policies, ""]
+    header = ["policy", "scenario", "runs", "makespan (s)", "T* (s)", "÷ T*",
+              "tasks per worker (1× / 1.5× / 10× / 80×)"]
+    rows = []
+    seen = []
+    for r in s["runs"]:
+        key = (r["policy"], r["scenario"])
+        if key in seen:
+            continue
+        seen.append(key)
+        runs = [x for x in s["runs"] if (x["policy"], x["scenario"]) == key]
+        counts = " / ".join(str(w["tasks"]) for w in runs[-1]["workers"])
+        rows.append([key[0] + (" (model)" if runs[0]["computed"] else ""), key[1],
+                     str(len(runs)), _f(median([x["makespan_s"] for x in runs])),
+                     _f(median([x["optimum_s"] for x in runs])),
+                     _f(median([x["makespan_over_optimum"] for x in runs]), ".3f"), counts])
+    out += _table(header, rows)
+    out += [(f"Side by side (medians of per-repeat ratios): FIFO ÷ nova = "
+             f"{s['fifo_over_nova']:.2f}, RQ ÷ nova = {s['rq_over_nova']:.2f}, static ÷ nova = "
+             f"{s['static_over_nova']:.1f}, FIFO-late ÷ nova-late = "
+             f"{s['fifo_late_over_nova_late']:.2f}."), ""]
+    pickup = _pickup(s)
+    if pickup is not None:
+        out += [(f"Pickup latency (t0 → a nova worker's first lease, median over the workers "
+                 f"that got tasks in the base runs): {pickup:.3f} s."), ""]
+    out += [_fifo_bound(s), "", "![makespan by policy](bench-makespan.png)", ""]
+    return out
+
+
+def _pickup(s: dict[str, Any]) -> float | None:
+    firsts = [w["first_s"] for r in s["runs"] if (r["policy"], r["scenario"]) == ("nova", "base")
+              for w in r["workers"] if w["first_s"] is not None and w["tasks"]]
+    return median(firsts) if firsts else None
+
+
+def _throughput(t: dict[str, Any]) -> list[str]:
+    loop = t.get("loop", "claim, then complete")
+    intro = (
+        "No-op tasks. nova-queue: P processes, each a registered worker looping "
+        f"claim (k=1) → commit through `NovaClient` ({loop}; a worker's per-task queue "
+        "work, without the app and the upload). RQ: P `SimpleWorker` processes on no-op jobs. "
+        "Rate = tasks ÷ (last commit − first claim); process start-up excluded; "
+        f"{t['tasks']['nova']} nova tasks / {t['tasks']['rq']} RQ jobs per point, "
+        f"{t['repeats']} repeat(s), interleaved, medians. Redis CPU per task = the "
+        "redis-server process's CPU time over the run ÷ tasks (RQ's includes its enqueue).")
+    out = ["## 3. Lifecycle throughput", "", intro, ""]
+    out += _table(["processes", "nova tasks/s", "RQ jobs/s", "nova ÷ RQ",
+                   "Redis CPU µs/task (nova)", "Redis CPU µs/job (RQ)"],
+                  [[str(r["processes"]), _f(r["nova_tasks_per_s"], ".0f"),
+                    _f(r["rq_jobs_per_s"], ".0f"), _f(r["nova_over_rq"], ".1f"),
+                    _f(r["nova_redis_cpu_us_per_task"], ".0f"),
+                    _f(r["rq_redis_cpu_us_per_job"], ".0f")] for r in t["rows"]])
+    cost = ("Redis time per call (`INFO commandstats`: EVALSHA usec per call, the script and "
+            "every command it runs; and the redis-server process's CPU per call). *claim*: a "
+            "deep queue (fast path); *claim (policy scan)*: a slow worker facing 2 pending "
+            "tasks, which reads every fleet member's predicted free time and answers WAIT.")
+    out += [f"Best nova ÷ best RQ: {t['nova_over_rq']:.1f}×.", "", cost, ""]
+    rows = []
+    for c in t["redis_cost"]:
+        for key, label in (("claim", "claim"), ("commit", "commit (complete)"),
+                           ("claim_wait", "claim (policy scan → WAIT)")):
+            rows.append([str(c["workers"]), label, _f(c[key]["usec_per_call"], ".0f"),
+                         _f(c[key]["cpu_us_per_call"], ".0f")])
+    out += _table(["registered workers", "call", "EVALSHA µs/call", "Redis CPU µs/call"], rows)
+    out += ["![throughput](bench-throughput.png)", ""]
+    return out
+
+
+def _scale(c: dict[str, Any]) -> list[str]:
+    intro = (
+        "One job of N tasks (input `task <i>`, cost 1) via `NovaClient.enqueue` into an "
+        "emptied Redis; time = the client call's wall time (validation, argument packing, "
+        "the chunked Lua calls); Lua time = EVALSHA usec. Memory per task = `used_memory` "
+        "delta ÷ N − mean input bytes; the task hash (`MEMORY USAGE`, 200 sampled) and the "
+        "pending-set entry show where it goes. Last column: a 20k-task job (two chunks: "
+        "staged, then published) enqueued on top of the N-task backlog.")
+    out = ["## 4. Scale: enqueue and memory", "", intro, ""]
+    out += _table(["tasks", "runs", "seconds (median / best)", "tasks/s", "Lua time (s)",
+                   "B/task beyond payload", "task hash B", "pending entry B",
+                   "20k job onto it (s)"],
+                  [[f"{r['tasks']:,}", str(r["repeats"]),
+                    f"{r['seconds']:.3f} / {r['best_seconds']:.3f}",
+                    _f(r["tasks_per_s"], ",.0f"), _f(r["redis_script_s"], ".3f"),
+                    _f(r["bytes_per_task_beyond_payload"], ".0f"), _f(r["task_hash_bytes"], ".0f"),
+                    _f(r["pending_entry_bytes"], ".0f"), _f(r.get("onto_backlog_s"))]
+                   for r in c["rows"]])
+    return out
+
+
+def _recovery(r: dict[str, Any]) -> list[str]:
+    intro = (
+        "Two real workers (`--no-benchmark`), one long task; the holder is `kill -9`ed at a "
+        "random point between two heartbeats. Recovery = the task's next `claimed` event − "
+        "the kill; detection = its `requeued` event − the kill (the other worker's claim "
+        f"reaps the lost worker lazily). {r['repeats']} run(s) per TTL.")
+    out = ["## 5. Recovery", "", intro, ""]
+    out += _table(["lease TTL (s)", "heartbeat (s)", "recovery median (s)", "recovery max (s)",
+                   "detection median (s)", "target TTL + 1 s"],
+                  [[_f(x["lease_ttl_s"], "g"), _f(x["heartbeat_s"], "g"), _f(x["recovery_s"]),
+                    _f(x["max_recovery_s"]), _f(x["detection_s"]),
+                    "met" if x["max_recovery_s"] <= x["lease_ttl_s"] + 1 else "missed"]
+                   for x in r["rows"]])
+    out += ["![recovery](bench-recovery.png)", ""]
+    return out
+
+
+def _where_time_goes(res: dict[str, Any]) -> list[str]:
+    """Measured decompositions behind the missed targets (numbers from this run)."""
+    notes = []
+    s, t, c = res.get("scheduling"), res.get("throughput"), res.get("scale")
+    if s and s["makespan_over_optimum"] > 1.03:
+        pickup = _pickup(s)
+        notes.append(f"- Makespan ÷ T* {s['makespan_over_optimum']:.3f}: the workers took their "
+                     f"first task a median {pickup or 0:.2f} s after t0 — time in no (c_i, t_i).")
+    if s and s["fifo_over_nova"] < 3:
+        notes.append("- FIFO ÷ nova: see the bound under the scheduling table.")
+    if t and t["nova_over_rq"] < 10:
+        cost = t["redis_cost"][0]
+        redis_us = cost["claim"]["cpu_us_per_call"] + cost["commit"]["cpu_us_per_call"]
+        per_task_us = 1e6 / t["rows"][0]["nova_tasks_per_s"]
+        notes.append(f"- Throughput: one process spends {per_task_us:.0f} µs per task, of which "
+                     f"Redis {redis_us:.0f} µs (claim + commit, {cost['workers']} workers) and "
+                     f"the rest the client (two round trips, argument packing, parsing).")
+    if c and c["enqueue_100k_s"] >= 1:
+        row = next(x for x in c["rows"] if x["tasks"] == 100_000)
+        notes.append(f"- Enqueue of 100k: {row['seconds']:.2f} s, of which "
+                     f"{row['redis_script_s']:.2f} s inside the Lua scripts, the rest in the "
+                     f"client.")
+    return ["## Where the time goes (missed targets)", "", *notes, ""] if notes else []
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The whole document."""
+    m = res["machine"]
+    mode = "quick (`--quick`)" if res["quick"] else "full"
+    intro = (f"Generated by `python benchmarks/run.py{' --quick' if res['quick'] else ''}` "
+             f"on {m['date']} ({mode} run, {res['duration_s'] / 60:.1f} min). Do not edit by "
+             "hand: rerun it. Ratios are measured side by side in one run (policies and "
+             "repeats interleaved); absolute times on this machine are noisy.")
+    out = ["# Benchmarks", "", intro, "", "## Targets", ""]
+    out += _table(["target", "measured", "met"],
+                  [[x["target"], str(x["measured"]),
+                    NA if x["met"] is None else ("**met**" if x["met"] else "**missed**")]
+                   for x in targets(res)])
+    rerun = ("It starts its own `redis-server` (newest on PATH; `NOVA_BENCH_REDIS_SERVER` picks "
+             "one) and real worker processes, and rewrites this file and its plots "
+             "(`--docs DIR` elsewhere, `--no-docs` not at all).")
+    out += ["## Machine", "",
+            f"- CPU: {m['cpu']}, {m['cores']} cores; RAM {m['ram_gib']} GiB; {m['os']}",
+            (f"- Python {m['python']}, Redis {m['redis']} (a private redis-server on a free "
+             f"port, no persistence), redis-py {m['redis_py']} "
+             f"({'with' if m.get('hiredis') else 'without'} hiredis), rq {m['rq']}"),
+            f"- nova-queue from `{res['nova_queue_path']}`",
+            (f"- 1-minute load average {m.get('load_avg_start', NA)} at the start, "
+             f"{m.get('load_avg_end', NA)} at the end (on {m['cores']} cores: other work on the "
+             "machine slows everything; ratios hold better than absolute times)"), "",
+            "## How to rerun", "",
+            "```",
+            "python benchmarks/run.py --quick --json /tmp/bench.json   # a few minutes",
+            "python benchmarks/run.py --json bench.json                # full: repeats, 1M tasks",
+            "python benchmarks/run.py --only scale --json scale.json   # one section, no docs",
+            "```", "", rerun, ""]
+    for key, fn in (("scheduling", _scheduling), ("throughput", _throughput), ("scale", _scale),
+                    ("recovery", _recovery)):
+        if key in res:
+            out += fn(res[key])
+    out += _where_time_goes(res)
+    return "\n".join(out).rstrip() + "\n"

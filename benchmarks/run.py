@@ -1,0 +1,114 @@
+"""nova-queue benchmarks: scheduling quality vs FIFO / RQ / static split, lifecycle
+throughput vs RQ, enqueue scale and memory, recovery after kill -9 — real Redis, real
+worker processes. Writes docs/BENCHMARKS.md and its plots; ``--json`` writes the numbers.
+
+    python benchmarks/run.py --quick --json /tmp/bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewhere
+    sys.path.insert(0, str(HERE))
+
+SECTIONS = ("scheduling", "throughput", "scale", "recovery")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    p = argparse.ArgumentParser(
+        prog="benchmarks/run.py",
+        description="Benchmark nova-queue against FIFO pull, RQ and a static split on real "
+                    "Redis with real worker processes.")
+    p.add_argument("--quick", action="store_true",
+                   help="a few minutes: one repeat, static split computed, no 1M-task enqueue")
+    p.add_argument("--json", metavar="OUT", type=Path, help="write the results as JSON to OUT")
+    p.add_argument("--docs", metavar="DIR", type=Path, default=None,
+                   help="where BENCHMARKS.md and the plots go [default: docs/, and none "
+                        "with --only]")
+    p.add_argument("--no-docs", action="store_true", help="write no docs or plots")
+    p.add_argument("--only", choices=SECTIONS, action="append", metavar="SECTION",
+                   help=f"run only this section (repeatable): {', '.join(SECTIONS)}")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="repeats per measurement [default: 1 with --quick, else 3 (5 for scale)]")
+    p.add_argument("--keep", action="store_true", help="keep worker logs and stores (path printed)")
+    return p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the chosen sections on a private redis-server; returns the results."""
+    import recovery
+    import scale
+    import scheduling
+    import throughput
+    from benchlib import RedisServer, load_avg, log, machine_info
+
+    import nova_queue
+
+    sections = args.only or list(SECTIONS)
+    folder = Path(tempfile.mkdtemp(prefix="nova-bench-"))
+    server = RedisServer().start()
+    started = time.time()
+    results: dict[str, Any] = {"quick": args.quick,
+                               "machine": machine_info(server.version()),
+                               "nova_queue_path": str(Path(nova_queue.__file__).parent)}
+    try:
+        if "scheduling" in sections:
+            results["scheduling"] = scheduling.run_section(
+                server, folder, repeats=args.repeats or (1 if args.quick else 3),
+                real_static=not args.quick)
+        if "throughput" in sections:
+            results["throughput"] = throughput.run_section(server, folder, quick=args.quick,
+                                                           repeats=args.repeats)
+        if "scale" in sections:
+            results["scale"] = scale.run_section(server, quick=args.quick, repeats=args.repeats)
+        if "recovery" in sections:
+            results["recovery"] = recovery.run_section(server, folder, quick=args.quick,
+                                                       repeats=args.repeats)
+    finally:
+        server.stop()
+        if args.keep:
+            log(f"logs and stores kept in {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+    results["duration_s"] = time.time() - started
+    results["machine"]["load_avg_end"] = load_avg()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    args = parse_args(argv)
+    import plots
+    import report
+    from benchlib import log
+
+    results = run(args)
+    results["targets"] = report.targets(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+        log(f"results: {args.json}")
+    docs = args.docs or (None if args.only else HERE.parent / "docs")
+    if docs and not args.no_docs:
+        args.docs = docs
+        written = plots.write_all(results, args.docs)
+        (args.docs / "BENCHMARKS.md").write_text(report.markdown(results), encoding="utf-8")
+        log(f"docs: {args.docs / 'BENCHMARKS.md'}, {', '.join(p.name for p in written)}")
+    for t in results["targets"]:
+        status = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
+        print(f"{status:>6}  {t['target']}: {t['measured']}")
+    log(f"done in {results['duration_s'] / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Lifecycle throughput: no-op tasks claimed and committed per second, against RQ
+SimpleWorker jobs per second on the same Redis; and Redis CPU per claim and per commit.
+
+nova-queue: P processes, each a registered worker looping ``claim(k=1) → complete`` through
+``NovaClient`` (what a worker does around every task, minus the app and the upload).
+RQ: P ``SimpleWorker`` processes on a queue of no-op jobs (RQ's full job lifecycle).
+Rates are tasks / (last commit − first claim), process start-up excluded.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchlib import RedisServer, evalsha_stats, log, median, redis_cpu_s, wait_for
+from fleet import start_pull_worker, stop_all
+
+from nova_queue import NovaClient, TaskSpec
+
+APP = "noop"
+LONG_TTL_S = 600.0  # no heartbeats run here: leases and registrations must not expire
+
+
+def _client(url: str, ns: str) -> NovaClient:
+    return NovaClient.from_url(url, namespace=ns, lease_ttl_s=LONG_TTL_S, heartbeat_interval_s=60)
+
+
+def _register(client: NovaClient, worker_id: str, bench_s: float = 0.001) -> None:
+    client.register_worker(worker_id, {"name": worker_id}, [APP], {APP: {"bench_s": bench_s}})
+
+
+def _nova_loop(url: str, ns: str, worker_id: str, barrier: Any, out: Any) -> None:
+    client = _client(url, ns)
+    _register(client, worker_id)
+    # a client that can commit and claim the next task in one round trip does so
+    pipelined = getattr(client, "complete_and_claim", None)
+    barrier.wait()
+    first, n = time.time(), 0
+    res = client.claim(worker_id, APP, 1)
+    while True:
+        if res.status != "ok":
+            if res.status == "empty" or client.pending_count(APP) == 0:
+                break
+            res = client.claim(worker_id, APP, 1)
+            continue
+        (lease,) = res.leases
+        n += 1
+        if pipelined:
+            _, res = pipelined(worker_id, lease, "noop", run_s=0.0, warm=True)
+        else:
+            client.complete(worker_id, lease, "noop", run_s=0.0, warm=True)
+            res = client.claim(worker_id, APP, 1)
+    out.put((first, time.time(), n))
+
+
+def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, float]:
+    """Claim → commit per second with ``processes`` worker processes."""
+    ns = f"tp-{processes}-{uuid.uuid4().hex[:6]}"
+    client = _client(server.url, ns)
+    client.enqueue(APP, [TaskSpec(f"noop {i}", 1.0) for i in range(n_tasks)])
+    ctx = mp.get_context("fork")
+    barrier, out = ctx.Barrier(processes + 1), ctx.Queue()
+    procs = [ctx.Process(target=_nova_loop, args=(server.url, ns, f"tp{i}", barrier, out))
+             for i in range(processes)]
+    for p in procs:
+        p.start()
+    cpu0 = redis_cpu_s(server.client())
+    barrier.wait(timeout=120)
+    results = [out.get(timeout=600) for _ in procs]
+    cpu1 = redis_cpu_s(server.client())
+    for p in procs:
+        p.join(30)
+    done = sum(r[2] for r in results)
+    span = max(r[1] for r in results) - min(r[0] for r in results)
+    if done != n_tasks:
+        raise RuntimeError(f"nova throughput: {done} of {n_tasks} tasks committed")
+    client.redis.delete(*client.redis.keys(f"{client.prefix}*"))
+    client.close()
+    return {"processes": processes, "tasks": done, "seconds": span, "tasks_per_s": done / span,
+            "redis_cpu_us_per_task": (cpu1 - cpu0) / done * 1e6}
+
+
+def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> dict[str, float]:
+    """RQ SimpleWorker no-op jobs per second with ``processes`` worker processes."""
+    from rq import Queue, Worker
+    from rq.job import Job
+
+    r = server.client(decode=False)
+    tag = f"tp{processes}{uuid.uuid4().hex[:6]}"
+    q = Queue(tag, connection=r)
+    procs = [start_pull_worker(server.url, folder / tag, f"rq{i}", 1.0, store_url="",
+                               ready_key=f"bench:{tag}:ready", rq_queue=tag, startup=False)
+             for i in range(processes)]
+    try:
+        wait_for(lambda: Worker.count(queue=q) >= processes, 120, "RQ workers to register")
+        datas = [Queue.prepare_data("rq_jobs.noop", job_id=f"{tag}-{i}", result_ttl=3600)
+                 for i in range(n_jobs)]
+        cpu0 = redis_cpu_s(r)
+        for lo in range(0, n_jobs, 1000):
+            with r.pipeline() as pipe:
+                q.enqueue_many(datas[lo:lo + 1000], pipeline=pipe)
+                pipe.execute()
+        wait_for(lambda: q.finished_job_registry.count >= n_jobs, 600, "RQ no-op jobs",
+                 interval_s=0.05)
+        cpu1 = redis_cpu_s(r)
+    finally:
+        stop_all(procs)
+    jobs = Job.fetch_many([d.job_id for d in datas], connection=r)
+    first = min(j.started_at for j in jobs)
+    last = max(j.ended_at for j in jobs)
+    span = (last - first).total_seconds()
+    r.close()
+    return {"processes": processes, "tasks": n_jobs, "seconds": span,
+            "tasks_per_s": n_jobs / span,
+            # RQ's CPU includes its enqueue (a pipeline): an upper bound for the worker side
+            "redis_cpu_us_per_task": (cpu1 - cpu0) / n_jobs * 1e6}
+
+
+def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, float]:
+    """Redis time per claim and per commit (``INFO commandstats``: EVALSHA usec per call,
+    the script and every command it runs) with ``fleet_size`` registered workers.
+    ``claim`` with a deep queue (fast path); ``claim_wait`` by a slow worker facing a short
+    queue, which scans every worker's predicted free time and answers WAIT."""
+    ns = f"cost-{fleet_size}-{uuid.uuid4().hex[:6]}"
+    client = _client(server.url, ns)
+    r = client.redis
+    for i in range(fleet_size):
+        _register(client, f"w{i}")
+    # deep enough that every measured claim takes the fast path (R > fleet size)
+    depth = n_calls + 2 * fleet_size + 1
+    client.enqueue(APP, [TaskSpec(f"noop {i}", 1.0) for i in range(depth)])
+    lease = client.claim("w0", APP).leases[0]  # one warm run: w0 has a measured speed
+    client.complete("w0", lease, "noop", run_s=0.001, warm=True)
+
+    def phase(fn: Any) -> dict[str, float]:
+        r.config_resetstat()
+        cpu0 = redis_cpu_s(r)
+        out = fn()
+        st = evalsha_stats(r)
+        return {"usec_per_call": st["usec"] / st["calls"],
+                "cpu_us_per_call": (redis_cpu_s(r) - cpu0) / st["calls"] * 1e6,
+                "calls": st["calls"], "result": out}
+
+    claim = phase(lambda: [client.claim("w0", APP).leases[0] for _ in range(n_calls)])
+    leases = claim.pop("result")
+    commit = phase(lambda: [client.complete("w0", x, "noop", run_s=0.001, warm=True)
+                            for x in leases])
+    commit.pop("result")
+    # the policy path: a slow worker (1 s per unit, measured) and 2 tasks left
+    _register(client, "slow", bench_s=1.0)
+    # seed a measured speed (as after one warm 1 s run): no claim would grant it a task
+    r.hset(client.keys.worker("slow"), mapping={f"ema:{APP}": "1", f"n:{APP}": "1"})
+    client.enqueue(APP, [TaskSpec("noop a", 1.0), TaskSpec("noop b", 1.0)])
+    statuses: list[str] = []
+    wait = phase(lambda: statuses.extend(client.claim("slow", APP).status
+                                         for _ in range(min(n_calls, 2000))))
+    wait.pop("result")
+    if set(statuses) != {"wait"}:
+        raise RuntimeError(f"policy-path claims answered {set(statuses)}, expected wait")
+    r.delete(*r.keys(f"{client.prefix}*"))
+    client.close()
+    return {"workers": fleet_size, "claim": claim, "commit": commit, "claim_wait": wait}
+
+
+def run_section(server: RedisServer, folder: Path, *, quick: bool,
+                repeats: int | None = None) -> dict[str, Any]:
+    """Rates for 1, 2, 4 processes (nova and RQ, interleaved) and Redis cost per call."""
+    n_nova, n_rq = (3000, 1000) if quick else (10000, 3000)
+    repeats = repeats or (1 if quick else 3)
+    nova: dict[int, list[dict]] = {1: [], 2: [], 4: []}
+    rq: dict[int, list[dict]] = {1: [], 2: [], 4: []}
+    for rep in range(repeats):
+        for p in (1, 2, 4):
+            log(f"throughput {rep + 1}/{repeats}: {p} process(es)")
+            nova[p].append(nova_rate(server, p, n_nova))
+            rq[p].append(rq_rate(server, p, n_rq, folder))
+            log(f"  nova {nova[p][-1]['tasks_per_s']:.0f}/s, RQ {rq[p][-1]['tasks_per_s']:.0f}/s")
+    costs = []
+    for w in (10, 100):
+        log(f"throughput: Redis cost per call, {w} registered workers")
+        costs.append(redis_cost(server, w, 1000 if quick else 3000))
+    rows = [{"processes": p,
+             "nova_tasks_per_s": median([x["tasks_per_s"] for x in nova[p]]),
+             "rq_jobs_per_s": median([x["tasks_per_s"] for x in rq[p]]),
+             "nova_redis_cpu_us_per_task": median([x["redis_cpu_us_per_task"] for x in nova[p]]),
+             "rq_redis_cpu_us_per_job": median([x["redis_cpu_us_per_task"] for x in rq[p]]),
+             "nova_over_rq": median([a["tasks_per_s"] / b["tasks_per_s"]
+                                     for a, b in zip(nova[p], rq[p])])}
+            for p in (1, 2, 4)]
+    best = max(rows, key=lambda row: row["nova_tasks_per_s"])
+    rq_best = max(row["rq_jobs_per_s"] for row in rows)
+    return {"nova_tasks_per_s": best["nova_tasks_per_s"], "rq_jobs_per_s": rq_best,
+            "nova_over_rq": best["nova_tasks_per_s"] / rq_best,
+            "nova_over_rq_1proc": rows[0]["nova_over_rq"], "rows": rows,
+            "redis_cost": costs, "tasks": {"nova": n_nova, "rq": n_rq}, "repeats": repeats,
+            "loop": ("complete_and_claim (one round trip)"
+                     if hasattr(NovaClient, "complete_and_claim") else "claim, then complete"),
+            "hiredis": _hiredis()}
+
+
+def _hiredis() -> bool:
+    from redis.utils import HIREDIS_AVAILABLE
+
+    return bool(HIREDIS_AVAILABLE)
