@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     import plots
     import report
     from benchlib import log
+    from docsection import kept_blocks
 
     results = run(args)
     results["targets"] = report.targets(results)
@@ -101,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     if docs and not args.no_docs:
         args.docs = docs
         written = plots.write_all(results, args.docs)
-        (args.docs / "BENCHMARKS.md").write_text(report.markdown(results), encoding="utf-8")
+        doc = args.docs / "BENCHMARKS.md"
+        kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
+        doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
+                       encoding="utf-8")
         log(f"docs: {args.docs / 'BENCHMARKS.md'}, {', '.join(p.name for p in written)}")
     for t in results["targets"]:
         status = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")

@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                          "compile takes minutes on a small CPU)")
     ap.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--json", dest="json_out", type=Path, help="write the results here")
+    ap.add_argument("--doc", type=Path, help="record the run (date, machine, table) in this "
+                    "Markdown file, e.g. docs/BENCHMARKS.md (one block per backend/model/size)")
     args = ap.parse_args(argv)
 
     import diffusers
@@ -176,7 +178,42 @@ def main(argv: list[str] | None = None) -> int:
             "threads": torch.get_num_threads(), "results": rows,
         }
         args.json_out.write_text(json.dumps(report, indent=2))
+    if args.doc:
+        _record(args, ctx, rows, build_s, torch.__version__, diffusers.__version__)
     return 0
+
+
+def _record(args: argparse.Namespace, ctx: Any, rows: list[dict[str, Any]],
+            build_s: float | None, torch_version: str, diffusers_version: str) -> None:
+    """Put this run in its own block of ``args.doc`` (see docsection.py)."""
+    import datetime
+
+    import torch
+    from docsection import put_block
+
+    model = args.model or ("full-size random-weight" if args.full_size_random
+                           else "tiny random-weight")
+    w, h = args.size
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = "\n".join([
+        f"### txt2img: {ctx.backend}, {model} model, {w}x{h}, {args.steps} step(s)",
+        "",
+        f"`python benchmarks/txt2img_bench.py` on {stamp}: {ctx.device_name} "
+        f"({platform.machine()}, {torch.get_num_threads()} threads), torch {torch_version}, "
+        f"diffusers {diffusers_version}" + (f"; model built in {build_s:.1f} s" if build_s else "")
+        + ". Load, first batch (compile / warm-up) and steady state are timed apart, the "
+        "device synchronised before each timer read. Random weights: the images are noise, "
+        "the timing is real.",
+        "",
+        "| mode | batch | load s | first batch s | steady batch s | ms/image | images/s |",
+        "|---|---|---|---|---|---|---|",
+        *[f"| {r['mode']} | {r['batch']} | {r['load_s']:.3f} | {r['first_batch_s']:.3f} | "
+          f"{r['steady_batch_s']:.3f} | {r['ms_per_image']:.1f} | {r['images_per_s']:.2f} |"
+          for r in rows],
+    ])
+    kind = "model" if args.model else "full" if args.full_size_random else "tiny"
+    put_block(args.doc, f"txt2img:{ctx.backend}:{kind}:{w}x{h}", body)
+    print(f"recorded in {args.doc}")
 
 
 if __name__ == "__main__":

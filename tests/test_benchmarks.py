@@ -81,3 +81,19 @@ def test_run_help_works():
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert "--quick" in out.stdout and "--json" in out.stdout
+
+
+def test_doc_blocks_are_replaced_in_place_and_kept(tmp_path):
+    docsection = _load("docsection")
+    kept_blocks, put_block = docsection.kept_blocks, docsection.put_block
+
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("# Benchmarks\n\ngenerated part\n")
+    put_block(doc, "txt2img:cpu:tiny:64x64", "first run")
+    put_block(doc, "txt2img:cuda:full:512x512", "gpu run")
+    put_block(doc, "txt2img:cpu:tiny:64x64", "second run")
+    text = doc.read_text()
+    assert text.count("keep:txt2img:cpu:tiny:64x64 -->") == 2 and "first run" not in text
+    assert text.index("second run") < text.index("gpu run")
+    blocks = kept_blocks(text)
+    assert [b.splitlines()[1] for b in blocks] == ["second run", "gpu run"]
