@@ -9,6 +9,8 @@ import re
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 import redis
@@ -119,19 +121,44 @@ class NovaClient:
         k = self.keys
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
                 k.events(), k.apps()]
+        starts = range(0, len(tasks), chunk_size)
         created = False
+
+        def pack(start: int) -> list[Any]:
+            first, last = start == 0, start + chunk_size >= len(tasks)
+            args: list[Any] = [self.prefix, job_id, int(first), int(last),
+                               meta if first else "", start, self._maxlen]
+            costs: dict[float, str] = {}
+            for spec in tasks[start:start + chunk_size]:
+                cost = costs.get(spec.cost)
+                if cost is None:
+                    cost = costs[spec.cost] = repr(float(spec.cost))
+                args += [spec.input, cost]
+            return args
+
+        def send(args: list[Any]) -> None:
+            nonlocal created
+            code, detail = self._call("enqueue", keys, args)
+            errors.raise_for_code(code, job_id=job_id, detail=str(detail))
+            created = True
+
+        inflight: Future[None] | None = None
         try:
-            for start in range(0, len(tasks), chunk_size):
-                chunk = tasks[start:start + chunk_size]
-                first, last = start == 0, start + chunk_size >= len(tasks)
-                args: list[Any] = [self.prefix, job_id, int(first), int(last),
-                                   meta if first else "", start, self._maxlen]
-                for spec in chunk:
-                    args += [spec.input, repr(float(spec.cost))]
-                code, detail = self._call("enqueue", keys, args)
-                errors.raise_for_code(code, job_id=job_id, detail=str(detail))
-                created = True
+            if len(starts) == 1:
+                send(pack(0))
+            else:
+                # a large job: pack the next chunk while Redis runs the one before it (one
+                # thread, chunks strictly in order; the script rejects any out of order)
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nova-enqueue") as pool:
+                    for start in starts:
+                        args = pack(start)
+                        if inflight is not None:
+                            inflight.result()
+                        inflight = pool.submit(send, args)
+                    inflight.result()
         except BaseException:
+            if inflight is not None:
+                futures_wait([inflight])  # `created` is final once no chunk is in flight
             if created:
                 self._abort(job_id)
             raise

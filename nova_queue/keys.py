@@ -42,12 +42,13 @@ Fields and members:
   started_ms finished_ms state`` (staging | queued | running | done | cancelled)
   ``total staged pending leased done failed cancelled`` (task counts) ``seq0``.
 - ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | done | failed |
-  cancelled) ``input cost seq``; at claim ``lease_gen attempt_id attempt_count worker
+  cancelled) ``input cost``; at claim ``lease_gen attempt_id attempt_count worker
   worker_name backend host deadline_ms claimed_ms predicted_s``; at commit ``result
   finished_ms run_s warm cold_s meta``; on failure ``error error_kind last_worker oom``
   (comma-separated worker ids that ran out of memory on it). A task id is ``<job>:<index>``.
 - ``pending:<app>``: task ids scored ``(1000 - priority) * 2**42 + seq`` — priority first,
-  then FIFO; a requeued task keeps its seq and returns to its old place.
+  then FIFO, where ``seq = seq0 + index + 1`` (``seq0``: the job's block of the ``seq``
+  counter); a requeued task gets the same score back and returns to its old place.
 - ``leases``: leased task ids scored by lease deadline (ms). Reaping sweeps it.
 - ``inflight``: app -> number of leased tasks (``claim`` tells EMPTY from WAIT with it).
 - ``jobs`` / ``staging`` / ``finished`` / ``failed``: ids scored by created / created /

@@ -393,3 +393,20 @@ def test_connection_errors_are_redis_errors(redis_url):
     c = NovaClient.from_url("redis://127.0.0.1:1/0")
     with pytest.raises(redis.ConnectionError):
         c.jobs()
+
+
+def test_requeued_and_retried_tasks_return_to_their_old_place(nova):
+    a = setup_job(nova, 3, max_attempts=1)
+    pending = nova.keys.pending("synthetic")
+    scores = dict(nova.redis.zrange(pending, 0, -1, withscores=True))
+    join(nova, "w1")
+    join(nova, "w2")
+    lease = nova.claim("w1", "synthetic").leases[0]
+    nova.fail("w1", lease, "shutdown")  # no attempt used: back to pending
+    assert nova.redis.zscore(pending, lease.task_id) == scores[lease.task_id]
+    lease = nova.claim("w1", "synthetic").leases[0]
+    nova.fail("w1", lease, "error")  # its only attempt: failed
+    assert nova.redis.zscore(pending, lease.task_id) is None
+    nova.retry(lease.task_id)
+    assert nova.redis.zscore(pending, lease.task_id) == scores[lease.task_id]
+    assert nova.redis.zrange(pending, 0, -1) == [f"{a}:{i}" for i in range(3)]

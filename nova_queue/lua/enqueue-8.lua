@@ -110,13 +110,22 @@ end
 
 -- write: straight into the pending set for a one-call job, else into the stage set
 local target = (create and publish) and pending_key or stage_key
+-- one score base per call: seq = seq0 + index + 1 (requeues recompute it the same way)
+local base = (1000 - priority) * SCORE_PRIORITY_STEP + seq0 + 1
+local task_prefix = prefix .. 'task:' .. job_id .. ':'
+local tid_prefix = job_id .. ':'
+-- ZADD in batches of up to 1000 members: one call per batch, not per task
+local batch, b = {}, 0
 for i = 0, n - 1 do
   local index = start + i
-  local tid = job_id .. ':' .. index
-  local seq = seq0 + index + 1
-  redis.call('HSET', prefix .. 'task:' .. tid, 'state', 'pending', 'input', ARGV[8 + 2 * i],
-    'cost', ARGV[9 + 2 * i], 'seq', int(seq))
-  redis.call('ZADD', target, pending_score(priority, seq), tid)
+  redis.call('HSET', task_prefix .. index, 'state', 'pending', 'input', ARGV[8 + 2 * i],
+    'cost', ARGV[9 + 2 * i])
+  batch[b + 1], batch[b + 2] = string.format('%.0f', base + index), tid_prefix .. index
+  b = b + 2
+  if b == 2000 or i == n - 1 then
+    redis.call('ZADD', target, unpack(batch, 1, b))
+    b = 0
+  end
 end
 local staged = redis.call('HINCRBY', job_key, 'staged', n)
 

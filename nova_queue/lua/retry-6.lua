@@ -22,17 +22,17 @@
 local task_key, job_key, pending_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, tid = ARGV[1], ARGV[2]
 local ctx = { prefix = prefix, events = KEYS[6], maxlen = ARGV[3] }
-local t = redis.call('HMGET', task_key, 'state', 'seq')
+local t = redis.call('HMGET', task_key, 'state')
 if not t[1] then
   return { -1 }
 end
-local j = redis.call('HMGET', job_key, 'state', 'priority')
+local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0')
 if t[1] ~= 'failed' or j[1] == 'cancelled' then
   return { -11, 'task is ' .. t[1] .. ', job is ' .. (j[1] or '?') }
 end
 redis.call('HSET', task_key, 'state', 'pending', 'attempt_count', 0)
 redis.call('HDEL', task_key, 'oom')
-redis.call('ZADD', pending_key, pending_score(j[2], t[2]), tid)
+redis.call('ZADD', pending_key, task_score(j[2], j[3], tid), tid)
 redis.call('ZREM', KEYS[4], tid)
 redis.call('HINCRBY', job_key, 'failed', -1)
 redis.call('HINCRBY', job_key, 'pending', 1)

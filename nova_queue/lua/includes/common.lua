@@ -23,6 +23,12 @@ local function pending_score(priority, seq)
   return int((1000 - (tonumber(priority) or 0)) * SCORE_PRIORITY_STEP + tonumber(seq))
 end
 
+-- A task's seq is its job's seq0 + index + 1 (seq0 is reserved at enqueue), so a
+-- requeued task returns to its old place without storing seq in every task hash.
+local function task_score(priority, seq0, tid)
+  return pending_score(priority, (tonumber(seq0) or 0) + tonumber(string.match(tid, ':(%d+)$')) + 1)
+end
+
 local function emit(ctx, etype, ...)
   redis.call('XADD', ctx.events, 'MAXLEN', '~', ctx.maxlen, '*', 'type', etype, ...)
 end

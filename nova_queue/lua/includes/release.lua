@@ -7,14 +7,14 @@
 ]]
 local function release(ctx, tid, now, kind, message, burn)
   local task_key = ctx.prefix .. 'task:' .. tid
-  local t = redis.call('HMGET', task_key, 'state', 'worker', 'attempt_count', 'seq', 'lease_gen')
+  local t = redis.call('HMGET', task_key, 'state', 'worker', 'attempt_count', 'lease_gen')
   redis.call('ZREM', ctx.leases, tid)
   if t[1] ~= 'leased' then
     return nil
   end
   local job_id = job_of(tid)
   local job_key = ctx.prefix .. 'job:' .. job_id
-  local j = redis.call('HMGET', job_key, 'app', 'state', 'max_attempts', 'priority')
+  local j = redis.call('HMGET', job_key, 'app', 'state', 'max_attempts', 'priority', 'seq0')
   local wid = t[2] or ''
   redis.call('SREM', ctx.prefix .. 'held:' .. wid, tid)
   redis.call('HINCRBY', ctx.inflight, j[1], -1)
@@ -34,7 +34,7 @@ local function release(ctx, tid, now, kind, message, burn)
   else
     state = 'pending'
     redis.call('HINCRBY', job_key, 'pending', 1)
-    redis.call('ZADD', ctx.pending or (ctx.prefix .. 'pending:' .. j[1]), pending_score(j[4], t[4]), tid)
+    redis.call('ZADD', ctx.pending or (ctx.prefix .. 'pending:' .. j[1]), task_score(j[4], j[5], tid), tid)
   end
   redis.call('HDEL', task_key, 'worker', 'worker_name', 'backend', 'host', 'attempt_id',
     'deadline_ms', 'predicted_s')
@@ -42,7 +42,7 @@ local function release(ctx, tid, now, kind, message, burn)
     'error_kind', kind, 'error', message)
   local etype = state == 'pending' and 'requeued' or state
   emit(ctx, etype, 'job', job_id, 'task', index_of(tid), 'worker', wid, 'kind', kind,
-    'attempt', attempts, 'lease_gen', t[5] or '0', 'error', message)
+    'attempt', attempts, 'lease_gen', t[4] or '0', 'error', message)
   if state ~= 'pending' then
     finish_job_if_done(ctx, job_key, job_id, now)
   end
