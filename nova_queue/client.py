@@ -68,6 +68,8 @@ class NovaClient:
         self.keys = Keyspace(self.settings.namespace)
         self.prefix = self.keys.prefix
         self.scripts = Scripts(client)
+        #: key lists of the hot worker calls, per (call, worker, app): built once
+        self._key_lists: dict[tuple[str, str, str], list[str]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> NovaClient:
@@ -96,6 +98,29 @@ class NovaClient:
         is safe only while D + 2 heartbeats < TTL: fire well before that."""
         ttl, hb = self.settings.lease_ttl_ms, self.settings.heartbeat_interval_ms
         return int(max(1.5 * hb, min(ttl / 2, ttl - 2 * hb - 250)))
+
+    def _worker_keys(self, worker_id: str, app: str) -> list[str]:
+        """claim-12's KEYS for ``worker_id`` and ``app``."""
+        cache_key = ("claim", worker_id, app)
+        keys = self._key_lists.get(cache_key)
+        if keys is None:
+            k = self.keys
+            keys = self._key_lists[cache_key] = [
+                k.pending(app), k.worker(worker_id), k.held(worker_id), k.app_fleet(app),
+                k.app_workers(app), k.leases(), k.alive(), k.inflight(), k.failed(),
+                k.finished(), k.meta(), k.events()]
+        return keys
+
+    def _commit_keys(self, worker_id: str, app: str) -> list[str]:
+        """complete-11's KEYS[3..11] for ``worker_id`` and the task's ``app``."""
+        cache_key = ("complete", worker_id, app)
+        keys = self._key_lists.get(cache_key)
+        if keys is None:
+            k = self.keys
+            keys = self._key_lists[cache_key] = [
+                k.worker(worker_id), k.held(worker_id), k.app_fleet(app), k.leases(),
+                k.alive(), k.inflight(), k.failed(), k.finished(), k.events()]
+        return keys
 
     def _ns_keys(self) -> list[str]:
         k = self.keys
@@ -357,15 +382,14 @@ class NovaClient:
         if k < 1:
             raise ValueError("k must be >= 1")
         ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
-        keys = self.keys
         res = self._call(
-            "claim",
-            [keys.pending(app), keys.worker(worker_id), keys.held(worker_id),
-             keys.app_fleet(app), keys.app_workers(app), keys.leases(), keys.alive(),
-             keys.inflight(), keys.failed(), keys.finished(), keys.meta(), keys.events()],
+            "claim", self._worker_keys(worker_id, app),
             [self.prefix, worker_id, app, k, self.settings.lease_ttl_ms, self._gap_ms,
              self._maxlen, REAP_LIMIT, *ids])
-        code, now_ms, payload = int(res[0]), int(res[1]), res[2]
+        return self._claim_result(app, int(res[0]), int(res[1]), res[2])
+
+    @staticmethod
+    def _claim_result(app: str, code: int, now_ms: int, payload: Any) -> ClaimResult:
         if code == errors.WAIT:
             return ClaimResult("wait", [], int(payload) / 1000, now_ms)
         if code == errors.EMPTY:
@@ -401,15 +425,48 @@ class NovaClient:
         k = self.keys
         code, finished = self._call(
             "complete",
-            [k.task(lease.task_id), k.job(lease.job_id), k.worker(worker_id), k.held(worker_id),
-             k.app_fleet(lease.app), k.leases(), k.alive(), k.inflight(), k.failed(),
-             k.finished(), k.events()],
+            [k.task(lease.task_id), k.job(lease.job_id), *self._commit_keys(worker_id, lease.app)],
             [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
              result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha, self._maxlen,
-             json.dumps(dict(meta or {}))])
+             json.dumps(dict(meta)) if meta else "{}"])
         code = int(code)
         errors.raise_for_code(code, task_id=lease.task_id)
         return CompleteResult(job_finished=bool(int(finished)), replayed=code == errors.ALREADY)
+
+    def complete_and_claim(self, worker_id: str, lease: Lease, result_key: str, *,
+                           run_s: float, warm: bool, meta: Mapping[str, Any] | None = None,
+                           app: str | None = None, k: int = 1,
+                           attempt_ids: Sequence[str] | None = None,
+                           ) -> tuple[CompleteResult, ClaimResult | None]:
+        """``complete`` and then ``claim(worker_id, app, k)`` in one round trip (one script:
+        the same fencing and policy as the two calls). ``app`` defaults to the lease's.
+
+        Raises StaleResultError like ``complete`` when the commit is rejected (nothing is
+        claimed then). The claim part is None when the worker is no longer registered:
+        the commit held, and the next ``claim`` raises WorkerLostError. Retrying after a
+        lost reply with the same ``attempt_ids`` returns the same leases (and ALREADY).
+        """
+        if k < 1:
+            raise ValueError("k must be >= 1")
+        app = app or lease.app
+        ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
+        k = self.keys
+        claim_keys = self._worker_keys(worker_id, app)
+        res = self._call(
+            "complete_claim",
+            [k.task(lease.task_id), k.job(lease.job_id), *self._commit_keys(worker_id, lease.app),
+             claim_keys[0], claim_keys[3], claim_keys[4], claim_keys[10]],
+            [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
+             result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha, self._maxlen,
+             json.dumps(dict(meta)) if meta else "{}", app, len(ids), self.settings.lease_ttl_ms,
+             self._gap_ms, REAP_LIMIT, *ids])
+        code = int(res[0])
+        errors.raise_for_code(code, task_id=lease.task_id)
+        done = CompleteResult(job_finished=bool(int(res[1])), replayed=code == errors.ALREADY)
+        claim_code = int(res[2])
+        if claim_code == errors.WORKER_LOST:
+            return done, None
+        return done, self._claim_result(app, claim_code, int(res[3]), res[4])
 
     def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "") -> FailResult:
         """Report a failed run: ``kind`` is ``error`` or ``oom`` (an attempt is used), or

@@ -7,7 +7,7 @@ from that same prefix; all other keys arrive in ``KEYS``.
 
 Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
 Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
-G register, D deregister, T retry, A abort. Readers: W worker runtime, U CLI/API,
+G register, D deregister, T retry, A abort (complete_claim writes as K, then as C). Readers: W worker runtime, U CLI/API,
 B web gallery, M metrics, Q post-processing.
 
 ======================================  =======  ===  =================  ========

@@ -5,7 +5,7 @@ import threading
 import pytest
 import redis
 
-from helpers import expire_lease, expire_worker
+from helpers import expire_lease, expire_worker, set_speed
 from nova_queue import TaskSpec
 from nova_queue.errors import (
     JobCancelledError, StaleResultError, TaskNotFoundError, WorkerLostError,
@@ -393,6 +393,103 @@ def test_connection_errors_are_redis_errors(redis_url):
     c = NovaClient.from_url("redis://127.0.0.1:1/0")
     with pytest.raises(redis.ConnectionError):
         c.jobs()
+
+
+# ---- complete_claim-15: commit, then claim, in one call -----------------------------------
+def test_complete_and_claim_commits_then_claims_in_one_call(nova):
+    job = setup_job(nova, 3)
+    join(nova, "w1")
+    first = nova.claim("w1", "synthetic").leases[0]
+    done, nxt = nova.complete_and_claim("w1", first, "r0", run_s=0.5, warm=True)
+    assert not done.job_finished and not done.replayed
+    assert nxt.status == "ok" and [lease.index for lease in nxt.leases] == [1]
+    assert task_hash(nova, first.task_id)["result"] == "r0"
+    assert task_hash(nova, nxt.leases[0].task_id)["state"] == "leased"
+    st = nova.job(job, with_tasks=False)
+    assert (st.done, st.leased, st.pending) == (1, 1, 1)
+    assert nova.redis.hget(nova.keys.inflight(), "synthetic") == "1"
+    assert nova.redis.smembers(nova.keys.held("w1")) == {nxt.leases[0].task_id}
+    # the same events, in the same order, as complete followed by claim
+    kinds = [(e.type, e.fields.get("task")) for e in nova.events()
+             if e.type in ("claimed", "completed")]
+    assert kinds == [("claimed", "0"), ("completed", "0"), ("claimed", "1")]
+    # the warm run fed the worker's moving average before the claim weighed it
+    assert float(nova.redis.hget(nova.keys.worker("w1"), "ema:synthetic")) == 0.5
+    assert nxt.leases[0].predicted_s == 0.5
+
+
+def test_complete_and_claim_finishing_the_job_reports_it_and_finds_nothing(nova):
+    job = setup_job(nova, 1)
+    join(nova, "w1")
+    lease = nova.claim("w1", "synthetic").leases[0]
+    done, nxt = nova.complete_and_claim("w1", lease, "r", run_s=0.1, warm=False)
+    assert done.job_finished and nxt.status == "empty"
+    assert nova.job(job, with_tasks=False).state == "done"
+
+
+def test_complete_and_claim_with_a_stale_lease_claims_nothing(nova):
+    setup_job(nova, 2)
+    join(nova, "w1")
+    join(nova, "w2")
+    old = nova.claim("w1", "synthetic").leases[0]
+    expire_lease(nova, old.task_id)
+    new = nova.claim("w2", "synthetic").leases[0]
+    assert new.task_id == old.task_id
+    with pytest.raises(StaleResultError):
+        nova.complete_and_claim("w1", old, "late", run_s=1, warm=True)
+    assert nova.pending_count("synthetic") == 1  # the other task is still there
+    assert nova.redis.scard(nova.keys.held("w1")) == 0
+    assert task_hash(nova, old.task_id)["worker"] == "w2"
+
+
+def test_complete_and_claim_retried_after_a_lost_reply_is_idempotent(nova):
+    job = setup_job(nova, 3)
+    join(nova, "w1")
+    lease = nova.claim("w1", "synthetic").leases[0]
+    done, nxt = nova.complete_and_claim("w1", lease, "r0", run_s=0.1, warm=True,
+                                        attempt_ids=["retry-me"])
+    again, nxt2 = nova.complete_and_claim("w1", lease, "r0", run_s=0.1, warm=True,
+                                          attempt_ids=["retry-me"])
+    assert again.replayed and not done.replayed
+    assert [x.task_id for x in nxt2.leases] == [x.task_id for x in nxt.leases]
+    assert nxt2.leases[0].lease_gen == nxt.leases[0].lease_gen
+    st = nova.job(job, with_tasks=False)
+    assert (st.done, st.leased, st.pending) == (1, 1, 1)
+
+
+def test_complete_and_claim_can_claim_for_another_app(nova):
+    join(nova, "w1", apps=("synthetic", "other"))
+    setup_job(nova, 1)
+    other = nova.enqueue("other", [TaskSpec("o0")])
+    lease = nova.claim("w1", "synthetic").leases[0]
+    _, nxt = nova.complete_and_claim("w1", lease, "r", run_s=0.1, warm=True, app="other")
+    assert nxt.status == "ok" and nxt.leases[0].app == "other"
+    assert nxt.leases[0].job_id == other
+
+
+def test_complete_and_claim_by_a_worker_declared_lost_commits_and_claims_nothing(nova):
+    setup_job(nova, 2)
+    join(nova, "w1")
+    lease = nova.claim("w1", "synthetic").leases[0]
+    expire_worker(nova, "w1")  # not reaped yet: the lease is still the current one
+    done, nxt = nova.complete_and_claim("w1", lease, "r", run_s=0.1, warm=True)
+    assert nxt is None and not done.replayed
+    assert task_hash(nova, lease.task_id)["state"] == "done"
+    with pytest.raises(WorkerLostError):
+        nova.claim("w1", "synthetic")
+    assert nova.pending_count("synthetic") == 1
+
+
+def test_claim_of_k_tasks_across_jobs_keeps_every_jobs_counts(nova):
+    a = setup_job(nova, 2)
+    b = setup_job(nova, 3)
+    join(nova, "gpu")
+    set_speed(nova, "gpu", "synthetic", 0.1)
+    res = nova.claim("gpu", "synthetic", k=4)
+    assert [(x.job_id, x.index) for x in res.leases] == [(a, 0), (a, 1), (b, 0), (b, 1)]
+    sa, sb = nova.job(a, with_tasks=False), nova.job(b, with_tasks=False)
+    assert (sa.state, sa.pending, sa.leased) == ("running", 0, 2)
+    assert (sb.state, sb.pending, sb.leased) == ("running", 1, 2)
 
 
 def test_requeued_and_retried_tasks_return_to_their_old_place(nova):

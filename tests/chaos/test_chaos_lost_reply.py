@@ -94,6 +94,34 @@ def test_lost_replies_of_claim_complete_and_fail_are_idempotent(proxied, record)
     assert verdict.commits == 2 * runs and cuts > 2 * runs
 
 
+def test_lost_replies_of_complete_and_claim_are_idempotent(proxied):
+    """The resent commit-and-claim answers ALREADY and returns the leases the first call
+    made: no second lease, no second commit."""
+    direct, via, proxy = proxied
+    job = direct.enqueue("synthetic", [TaskSpec(f"cc {i}", 0.01) for i in range(5)])
+    via.register_worker("w", {"name": "w"}, ["synthetic"])
+    accepted: list[Accepted] = []
+    lease = via.claim("w", "synthetic").leases[0]
+    for cut in range(1, 5):
+        key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-x.png"
+        proxy.arm(sha("complete_claim"))
+        done, nxt = via.complete_and_claim("w", lease, key, run_s=0.01, warm=True)
+        assert done.replayed and proxy.cuts == cut
+        accepted.append(Accepted(lease.task_id, "w", lease.lease_gen, lease.attempt_id, key))
+        (lease,) = nxt.leases
+        t = direct.task(lease.task_id)  # the lease the retry returned is the one Redis holds
+        assert (t.state, t.worker_id, t.lease_gen, t.attempt_id) == \
+            ("leased", "w", lease.lease_gen, lease.attempt_id)
+    key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-x.png"
+    done, nxt = direct.complete_and_claim("w", lease, key, run_s=0.01, warm=True)
+    accepted.append(Accepted(lease.task_id, "w", lease.lease_gen, lease.attempt_id, key))
+    assert done.job_finished and nxt.status == "empty"
+    verdict = check(direct, [job], accepted=accepted, expect="done")
+    assert verdict.ok and verdict.commits == 5 and not invariants(direct, [job])
+    claimed = [e for e in direct.events(count=10_000) if e.type == "claimed"]
+    assert len(claimed) == 5 == len({(e.fields["task"], e.fields["lease_gen"]) for e in claimed})
+
+
 @pytest.mark.slow
 def test_worker_commit_retry_after_a_lost_reply_and_an_outage(proxied, fleet, record):
     """A real worker: its commit's reply is lost and the proxy stays down longer than

@@ -19,7 +19,8 @@ from nova_queue.scripts import script_sources
 DOC = Path(__file__).resolve().parents[2] / "docs" / "SECURITY.md"
 PASSWORDS = {"nova-admin": "admin-pw-1", "nova-worker": "worker-pw-2",
              "nova-gallery": "gallery-pw-3"}
-WORKER_SCRIPTS = ("claim", "renew", "complete", "fail", "register", "deregister")
+WORKER_SCRIPTS = ("claim", "renew", "complete", "complete_claim", "fail", "register",
+                  "deregister")
 Denied = redis.exceptions.NoPermissionError
 
 

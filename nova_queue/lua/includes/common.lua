@@ -42,8 +42,8 @@ local function index_of(tid)
 end
 
 -- Marks the job finished once every task is terminal; returns 1 if this call finished it.
-local function finish_job_if_done(ctx, job_key, job_id, now)
-  local c = redis.call('HMGET', job_key, 'total', 'done', 'failed', 'cancelled', 'state', 'finished_ms')
+-- c = the job's current {total, done, failed, cancelled, state, finished_ms}.
+local function finish_job_with(ctx, job_key, job_id, now, c)
   local total = tonumber(c[1]) or 0
   local terminal = (tonumber(c[2]) or 0) + (tonumber(c[3]) or 0) + (tonumber(c[4]) or 0)
   if total == 0 or terminal < total or c[6] then
@@ -58,4 +58,9 @@ local function finish_job_if_done(ctx, job_key, job_id, now)
   emit(ctx, 'job_finished', 'job', job_id, 'state', state, 'done', c[2] or '0',
     'failed', c[3] or '0', 'cancelled', c[4] or '0')
   return 1
+end
+
+local function finish_job_if_done(ctx, job_key, job_id, now)
+  return finish_job_with(ctx, job_key, job_id, now,
+    redis.call('HMGET', job_key, 'total', 'done', 'failed', 'cancelled', 'state', 'finished_ms'))
 end

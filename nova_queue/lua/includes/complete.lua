@@ -1,0 +1,85 @@
+--[[ complete: the body of complete-11 as a function, so that complete_claim-15 can run
+  it before a claim. K and A are complete-11's KEYS and ARGV (see its header for the
+  contract); returns complete-11's reply.
+]]
+local function complete_task(K, A)
+  local task_key, job_key, worker_key, held_key = K[1], K[2], K[3], K[4]
+  local fleet_key, leases_key = K[5], K[6]
+  local prefix, wid, tid, gen, attempt_id = A[1], A[2], A[3], A[4], A[5]
+  local result_key, run_s, warm, alpha = A[6], tonumber(A[7]) or 0, A[8] == '1', tonumber(A[9])
+  local ctx = {
+    prefix = prefix, leases = leases_key, alive = K[7], inflight = K[8], failed = K[9],
+    finished = K[10], events = K[11], maxlen = A[10],
+  }
+  local now = now_ms()
+  local job_id, index = job_of(tid), index_of(tid)
+
+  local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id', 'result', 'cost')
+  if not t[1] then
+    return { -1, 0 }
+  end
+  if t[1] == 'done' and t[2] == wid and t[3] == gen and t[4] == attempt_id
+      and t[5] == result_key then
+    return { 1, 0 } -- this exact commit already took effect (its reply was lost)
+  end
+  local code = fence(t, wid, gen, attempt_id)
+  local j = redis.call('HMGET', job_key, 'state', 'app', 'total', 'done', 'failed', 'cancelled',
+    'finished_ms', 'leased')
+  if code == 0 and j[1] == 'cancelled' then
+    release(ctx, tid, now, 'cancelled', 'job cancelled', false)
+    code = -6
+  end
+  if code ~= 0 then
+    reject_stale(ctx, tid, wid, 'complete', gen, t, code)
+    return { code, 0 }
+  end
+
+  local app = j[2]
+  if warm then
+    redis.call('HSET', task_key, 'state', 'done', 'result', result_key, 'finished_ms', int(now),
+      'run_s', num(run_s), 'warm', '1', 'meta', A[11])
+  else
+    redis.call('HSET', task_key, 'state', 'done', 'result', result_key, 'finished_ms', int(now),
+      'run_s', num(run_s), 'warm', '0', 'meta', A[11], 'cold_s', num(run_s))
+  end
+  redis.call('ZREM', leases_key, tid)
+  redis.call('SREM', held_key, tid)
+  redis.call('HINCRBY', ctx.inflight, app, -1)
+  -- the job's counts: one read above, one write here (nothing else touches them in between)
+  local done_n = (tonumber(j[4]) or 0) + 1
+  redis.call('HSET', job_key, 'leased', int((tonumber(j[8]) or 0) - 1), 'done', int(done_n))
+
+  -- the worker's speed: moving average of warm runs, cold runs kept apart; one read, one write
+  local w = redis.call('HMGET', worker_key, 'id', 'tasks_done', 'done:' .. app, 'ema:' .. app, 'n:' .. app)
+  if w[1] then
+    local update = { 'tasks_done', (tonumber(w[2]) or 0) + 1, 'done:' .. app, (tonumber(w[3]) or 0) + 1 }
+    local cost = tonumber(t[6]) or 1
+    if warm and cost > 0 then
+      local sample = run_s / cost
+      local ema = tonumber(w[4])
+      local n = tonumber(w[5]) or 0
+      if n > 0 and ema then
+        ema = alpha * sample + (1 - alpha) * ema
+      else
+        ema = sample
+      end
+      update[#update + 1], update[#update + 2] = 'ema:' .. app, num(ema)
+      update[#update + 1], update[#update + 2] = 'n:' .. app, n + 1
+      if redis.call('ZSCORE', ctx.alive, wid) then
+        redis.call('ZADD', fleet_key, num(ema), wid)
+      end
+    elseif not warm then
+      update[#update + 1], update[#update + 2] = 'cold:' .. app, num(run_s)
+    end
+    if redis.call('SCARD', held_key) == 0 then
+      update[#update + 1], update[#update + 2] = 'state', 'idle'
+      update[#update + 1], update[#update + 2] = 'busy_until_ms', int(now)
+    end
+    redis.call('HSET', worker_key, unpack(update))
+  end
+
+  emit(ctx, 'completed', 'job', job_id, 'task', index, 'worker', wid, 'lease_gen', gen,
+    'run_s', num(run_s), 'warm', warm and '1' or '0', 'result', result_key)
+  local finished = finish_job_with(ctx, job_key, job_id, now, { j[3], done_n, j[5], j[6], j[1], j[7] })
+  return { 0, finished }
+end
