@@ -1,7 +1,9 @@
 """Runs leased tasks and commits their results: run -> upload (write-once) -> commit.
 
 A result is uploaded under a key that contains job, task, ``lease_gen`` and
-``attempt_id``, then committed through the fenced ``complete`` script. A commit rejected
+``attempt_id``, then committed through the fenced ``complete`` script — for the last task
+of a claim, ``complete_claim``, which also claims the worker's next tasks in the same
+round trip (the runtime says for which app and with which attempt ids). A commit rejected
 as stale deletes its orphan object; a commit whose outcome is unknown (Redis
 unreachable) never deletes anything, so no committed task can point at a missing object.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -18,7 +20,7 @@ import redis
 from nova_queue.apps.base import App, AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
 from nova_queue.errors import ObjectExistsError, StaleResultError, StoreError
-from nova_queue.models import Lease
+from nova_queue.models import ClaimResult, Lease
 from nova_queue.post import dispatch_finished
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
@@ -80,14 +82,32 @@ class Executor:
         self.failed = 0
         self.stale = 0
         self.infra_errors = 0
+        #: the commit of this task also claims: ``then_claim()`` gives (app, attempt ids)
+        self._final: str | None = None
+        self._then_claim: Callable[[], tuple[str, list[str]] | None] | None = None
+        #: what that claim answered, for the runtime: (app, result)
+        self.claimed: tuple[str, ClaimResult] | None = None
+        #: attempt ids of a commit-and-claim whose outcome is unknown (Redis unreachable):
+        #: the runtime's next claim for that app retries with them and gets those leases
+        self.claim_in_doubt: tuple[str, list[str]] | None = None
 
-    def run(self, leases: list[Lease]) -> None:
-        """Run leases (any jobs), one batch per job and batch size."""
+    def run(self, leases: list[Lease],
+            then_claim: Callable[[], tuple[str, list[str]] | None] | None = None) -> None:
+        """Run leases (any jobs), one batch per job and batch size. With ``then_claim``,
+        the commit of the last task claims next in the same call if ``then_claim()`` says
+        for which app (None: no claim); the answer is left in ``claimed``."""
         by_job: dict[str, list[Lease]] = {}
         for lease in leases:
             by_job.setdefault(lease.job_id, []).append(lease)
-        for group in by_job.values():
-            self._run_job_group(group)
+        groups = list(by_job.values())
+        self.claimed = self.claim_in_doubt = None
+        self._final = groups[-1][-1].task_id if then_claim and groups else None
+        self._then_claim = then_claim
+        try:
+            for group in groups:
+                self._run_job_group(group)
+        finally:
+            self._final = self._then_claim = None
 
     def _run_job_group(self, leases: list[Lease]) -> None:
         try:
@@ -179,11 +199,20 @@ class Executor:
         provenance.update(backend=self.ctx.backend, device=self.ctx.device_name,
                           worker=self.ctx.worker_name, content_type=output.content_type,
                           bytes=str(len(output.data)))
+        plan = (self._then_claim() if self._then_claim and lease.task_id == self._final
+                else None)
         deadline = time.monotonic() + COMMIT_RETRY_S
         while True:
             try:
-                done = self.client.complete(self.worker_id, lease, key, run_s=run_s,
-                                            warm=warm, meta=provenance)
+                if plan is None:
+                    done = self.client.complete(self.worker_id, lease, key, run_s=run_s,
+                                                warm=warm, meta=provenance)
+                else:
+                    done, claimed = self.client.complete_and_claim(
+                        self.worker_id, lease, key, run_s=run_s, warm=warm, meta=provenance,
+                        app=plan[0], attempt_ids=plan[1])
+                    if claimed is not None:  # None: not registered; the next claim says so
+                        self.claimed = (plan[0], claimed)
                 self.committed += 1
                 if done.job_finished:
                     # artifacts right away; never raises (the post-worker's sweep is the fallback)
@@ -199,6 +228,7 @@ class Executor:
                     # outcome unknown: keep the object, the lease will be reaped if it was lost
                     log.error("could not commit %s (%s); leaving it to lease expiry",
                               lease.task_id, exc)
+                    self.claim_in_doubt = plan
                     break
                 log.warning("commit of %s failed (%s); retrying", lease.task_id, exc)
                 time.sleep(1.0)

@@ -77,6 +77,8 @@ class Worker:
         self._fields: dict[str, Any] = {}
         self._last_params: dict[str, dict[str, Any]] = {}
         self._claim_ids: dict[str, list[str]] = {}
+        #: what a commit-and-claim answered for an app, used by the next claim of that app
+        self._prefetched: dict[str, Any] = {}
 
     # ---- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
@@ -184,7 +186,8 @@ class Worker:
                     result = self._claim(app)
                     statuses.append(result.status)
                     if result.status == "ok":
-                        self._run(app, result.leases)
+                        # the last commit claims for the app whose turn comes next
+                        self._run(app, result.leases, names[(turn + i + 1) % len(names)])
                         turn = (turn + i + 1) % len(names)
                         break
                     waits.append(result.retry_after_s)
@@ -237,22 +240,29 @@ class Worker:
         except redis.RedisError:
             self.stop_event.wait(max(0.0, deadline - time.monotonic()))
 
-    def _claim(self, app: str):
-        # batch size of the last job's params (e.g. its image size); defaults at first
+    def _attempt_ids(self, app: str, tasks_done: int) -> list[str]:
+        """Fresh attempt ids for a claim of ``app``: as many as the batch size of the last
+        job's params (e.g. its image size; defaults at first), within ``--max-tasks``."""
         params = self._last_params.get(app) or self.apps[app].parse_params({})
         k = max(1, int(self.apps[app].batch_size(params)))
         if self.options.max_tasks is not None:
-            k = max(1, min(k, self.options.max_tasks - self.tasks_done))
+            k = max(1, min(k, self.options.max_tasks - tasks_done))
+        return [secrets.token_hex(8) for _ in range(k)]
+
+    def _claim(self, app: str):
+        prefetched = self._prefetched.pop(app, None)
+        if prefetched is not None:  # the last commit already claimed (one round trip)
+            return prefetched
         # a claim that failed may have run (its reply lost): asking again with the same
         # attempt ids returns those leases instead of orphaning them (claim-12)
-        ids = self._claim_ids.pop(app, None) or [secrets.token_hex(8) for _ in range(k)]
+        ids = self._claim_ids.pop(app, None) or self._attempt_ids(app, self.tasks_done)
         try:
             return self.client.claim(self.worker_id, app, len(ids), attempt_ids=ids)
         except redis.RedisError:
             self._claim_ids[app] = ids
             raise
 
-    def _run(self, app: str, leases: list) -> None:
+    def _run(self, app: str, leases: list, next_app: str) -> None:
         self.heartbeat.hold(leases)
         try:
             self._last_params[app] = self.apps[app].parse_params(leases[-1].params)
@@ -260,12 +270,27 @@ class Worker:
             self._last_params.pop(app, None)
         executor = self.executors[app]
         before = executor.committed
+
+        def then_claim() -> tuple[str, list[str]] | None:
+            """At the last commit: claim for ``next_app`` in the same call, unless the
+            worker is stopping, has reached --max-tasks, or holds attempt ids in doubt."""
+            done = self.tasks_done + executor.committed - before + 1
+            if self.stop_event.is_set() or next_app in self._claim_ids:
+                return None
+            if self.options.max_tasks is not None and done >= self.options.max_tasks:
+                return None
+            return next_app, self._attempt_ids(next_app, done)
+
         try:
             if self.stop_event.is_set():
                 raise WorkerShutdown()
-            executor.run(leases)
+            executor.run(leases, then_claim)
         finally:
             self.tasks_done += executor.committed - before
+            if executor.claimed is not None:
+                self._prefetched[executor.claimed[0]] = executor.claimed[1]
+            if executor.claim_in_doubt is not None:
+                self._claim_ids[executor.claim_in_doubt[0]] = executor.claim_in_doubt[1]
 
     def _infra_pause(self) -> None:
         pause = min(MAX_BACKOFF_S, 2.0 ** min(sum(e.infra_errors for e in self.executors.values()), 5))

@@ -130,7 +130,8 @@ def test_worker_commit_retry_after_a_lost_reply_and_an_outage(proxied, fleet, re
     direct, _, proxy = proxied
     job = direct.enqueue("synthetic", [TaskSpec(f"w {i}", 0.05) for i in range(6)],
                          params={"seconds": 0.05, "size": 64})
-    proxy.arm(sha("complete"), down_s=1.5)
+    # the worker commits with complete_claim (its commit also claims the next task)
+    proxy.arm(sha("complete_claim"), down_s=1.5)
     w = fleet.start("w", "--no-benchmark", redis_url=proxy.url)
     wait_for(lambda: direct.job(job, with_tasks=False).finished, timeout_s=60,
              message="job to finish")

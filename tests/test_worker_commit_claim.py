@@ -1,0 +1,92 @@
+"""The worker's last commit of a claim also claims its next tasks (complete_claim-15): one
+round trip per task. In-process worker on a real Redis; the client is wrapped only to
+count which calls the worker made (every call still goes to Redis)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+import pytest
+
+from nova_queue import NovaClient, TaskSpec
+from nova_queue.settings import Settings
+from nova_queue.workers.runtime import Worker, WorkerOptions
+
+
+@pytest.fixture
+def make_worker(redis_url, namespace, tmp_path):
+    made: list[Worker] = []
+
+    def make(**options) -> tuple[Worker, NovaClient, collections.Counter]:
+        settings = Settings(redis_url=redis_url, namespace=namespace, home=str(tmp_path),
+                            store_url=(tmp_path / "store").as_uri())
+        worker = Worker(settings, WorkerOptions(apps=("synthetic",), benchmark=False,
+                                                gflops_s=0, **options))
+        calls: collections.Counter = collections.Counter()
+        client = worker.client
+        for name in ("claim", "complete", "complete_and_claim"):
+            real = getattr(client, name)
+
+            def counted(*args, _real=real, _name=name, **kwargs):
+                calls[_name] += 1
+                return _real(*args, **kwargs)
+
+            setattr(client, name, counted)
+        made.append(worker)
+        return worker, NovaClient.from_settings(settings), calls
+
+    yield make
+    for worker in made:
+        worker.stop()
+
+
+def run_loop(worker: Worker, timeout_s: float = 60) -> None:
+    worker.setup()
+    loop = threading.Thread(target=worker._loop, daemon=True)
+    loop.start()
+    loop.join(timeout_s)
+    assert not loop.is_alive(), "worker loop did not finish in time"
+    worker._shutdown()
+
+
+def test_every_commit_also_claims_the_next_task(make_worker):
+    worker, nova, calls = make_worker(burst=True)
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.002) for i in range(12)],
+                       params={"seconds": 0.002})
+    run_loop(worker)
+    assert nova.job(job, with_tasks=False).done == 12
+    # one plain claim to start; then each commit claimed the next task (the last one
+    # found the queue empty, which ended the --burst worker)
+    assert calls == {"claim": 1, "complete_and_claim": 12}
+
+
+def test_max_tasks_stops_claiming_at_the_limit(make_worker):
+    worker, nova, calls = make_worker(max_tasks=3)
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.002) for i in range(10)],
+                       params={"seconds": 0.002})
+    run_loop(worker)
+    st = nova.job(job, with_tasks=False)
+    assert (st.done, st.leased, st.pending) == (3, 0, 7)
+    assert calls["complete"] == 1  # the third commit claims nothing more
+    assert nova.redis.scard(nova.keys.held(worker.worker_id)) == 0
+
+
+def test_leases_claimed_with_the_last_commit_are_released_on_stop(make_worker):
+    worker, nova, calls = make_worker()
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.002) for i in range(5)],
+                       params={"seconds": 0.002})
+    combined = worker.client.complete_and_claim
+
+    def then_stop(*args, **kwargs):  # SIGTERM arrives just after the combined call
+        out = combined(*args, **kwargs)
+        worker.stop()
+        return out
+
+    worker.client.complete_and_claim = then_stop
+    run_loop(worker)
+    st = nova.job(job)
+    assert (st.done, st.leased, st.pending) == (1, 0, 4)
+    # the task claimed with that commit went back without using an attempt
+    assert [t.attempts for t in st.tasks] == [1, 0, 0, 0, 0]
+    assert calls["complete_and_claim"] == 1
