@@ -41,6 +41,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, metavar="N",
                    help="repeats per measurement [default: 1 with --quick, else 3 (5 for scale)]")
     p.add_argument("--keep", action="store_true", help="keep worker logs and stores (path printed)")
+    p.add_argument("--from-json", type=Path, metavar="IN",
+                   help="run nothing: render the docs and plots from an earlier run's --json")
     return p.parse_args(argv)
 
 
@@ -93,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     from benchlib import log
     from docsection import kept_blocks
 
-    results = run(args)
+    if args.from_json:
+        results = json.loads(args.from_json.read_text(encoding="utf-8"))
+    else:
+        results = run(args)
     results["targets"] = report.targets(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))

@@ -35,8 +35,6 @@ def _register(client: NovaClient, worker_id: str, bench_s: float = 0.001) -> Non
 def _nova_loop(url: str, ns: str, worker_id: str, barrier: Any, out: Any) -> None:
     client = _client(url, ns)
     _register(client, worker_id)
-    # a client that can commit and claim the next task in one round trip does so
-    pipelined = getattr(client, "complete_and_claim", None)
     barrier.wait()
     first, n = time.time(), 0
     res = client.claim(worker_id, APP, 1)
@@ -48,11 +46,9 @@ def _nova_loop(url: str, ns: str, worker_id: str, barrier: Any, out: Any) -> Non
             continue
         (lease,) = res.leases
         n += 1
-        if pipelined:
-            _, res = pipelined(worker_id, lease, "noop", run_s=0.0, warm=True)
-        else:
-            client.complete(worker_id, lease, "noop", run_s=0.0, warm=True)
-            res = client.claim(worker_id, APP, 1)
+        # as the worker does: the commit claims the next task in the same call
+        done, nxt = client.complete_and_claim(worker_id, lease, "noop", run_s=0.0, warm=True)
+        res = nxt if nxt is not None else client.claim(worker_id, APP, 1)
     out.put((first, time.time(), n))
 
 
@@ -120,17 +116,18 @@ def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> d
 
 
 def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, float]:
-    """Redis time per claim and per commit (``INFO commandstats``: EVALSHA usec per call,
-    the script and every command it runs) with ``fleet_size`` registered workers.
-    ``claim`` with a deep queue (fast path); ``claim_wait`` by a slow worker facing a short
-    queue, which scans every worker's predicted free time and answers WAIT."""
+    """Redis time per claim, per commit and per commit-and-claim (``INFO commandstats``:
+    EVALSHA usec per call, the script and every command it runs) with ``fleet_size``
+    registered workers. ``claim`` with a deep queue (fast path); ``commit_claim`` is the
+    worker's one call per task (complete_claim-15); ``claim_wait`` by a slow worker facing
+    a short queue, which scans every worker's predicted free time and answers WAIT."""
     ns = f"cost-{fleet_size}-{uuid.uuid4().hex[:6]}"
     client = _client(server.url, ns)
     r = client.redis
     for i in range(fleet_size):
         _register(client, f"w{i}")
     # deep enough that every measured claim takes the fast path (R > fleet size)
-    depth = n_calls + 2 * fleet_size + 1
+    depth = 2 * n_calls + 2 * fleet_size + 2
     client.enqueue(APP, [TaskSpec(f"noop {i}", 1.0) for i in range(depth)])
     lease = client.claim("w0", APP).leases[0]  # one warm run: w0 has a measured speed
     client.complete("w0", lease, "noop", run_s=0.001, warm=True)
@@ -149,6 +146,16 @@ def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, 
     commit = phase(lambda: [client.complete("w0", x, "noop", run_s=0.001, warm=True)
                             for x in leases])
     commit.pop("result")
+    lease = client.claim("w0", APP).leases[0]
+
+    def commit_and_claim() -> None:
+        nonlocal lease
+        for _ in range(n_calls):
+            _, nxt = client.complete_and_claim("w0", lease, "noop", run_s=0.001, warm=True)
+            lease = nxt.leases[0]
+
+    both = phase(commit_and_claim)
+    both.pop("result")
     # the policy path: a slow worker (1 s per unit, measured) and 2 tasks left
     _register(client, "slow", bench_s=1.0)
     # seed a measured speed (as after one warm 1 s run): no claim would grant it a task
@@ -162,7 +169,24 @@ def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, 
         raise RuntimeError(f"policy-path claims answered {set(statuses)}, expected wait")
     r.delete(*r.keys(f"{client.prefix}*"))
     client.close()
-    return {"workers": fleet_size, "claim": claim, "commit": commit, "claim_wait": wait}
+    return {"workers": fleet_size, "claim": claim, "commit": commit, "commit_claim": both,
+            "claim_wait": wait}
+
+
+def round_trip_floor(server: RedisServer, n_calls: int) -> dict[str, float]:
+    """What one EVALSHA round trip of a script that returns at once costs through redis-py
+    (the same connection options as NovaClient): wall µs and client CPU µs per call. No
+    queue can do a round trip per task for less on this machine."""
+    client = _client(server.url, f"floor-{uuid.uuid4().hex[:6]}")
+    sha = client.redis.script_load("return 1")
+    for _ in range(200):
+        client.redis.evalsha(sha, 0)
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    for _ in range(n_calls):
+        client.redis.evalsha(sha, 0)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    client.close()
+    return {"wall_us_per_call": wall / n_calls * 1e6, "client_cpu_us_per_call": cpu / n_calls * 1e6}
 
 
 def run_section(server: RedisServer, folder: Path, *, quick: bool,
@@ -182,6 +206,7 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool,
     for w in (10, 100):
         log(f"throughput: Redis cost per call, {w} registered workers")
         costs.append(redis_cost(server, w, 1000 if quick else 3000))
+    floor = round_trip_floor(server, 2000 if quick else 5000)
     rows = [{"processes": p,
              "nova_tasks_per_s": median([x["tasks_per_s"] for x in nova[p]]),
              "rq_jobs_per_s": median([x["tasks_per_s"] for x in rq[p]]),
@@ -195,9 +220,8 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool,
     return {"nova_tasks_per_s": best["nova_tasks_per_s"], "rq_jobs_per_s": rq_best,
             "nova_over_rq": best["nova_tasks_per_s"] / rq_best,
             "nova_over_rq_1proc": rows[0]["nova_over_rq"], "rows": rows,
-            "redis_cost": costs, "tasks": {"nova": n_nova, "rq": n_rq}, "repeats": repeats,
-            "loop": ("complete_and_claim (one round trip)"
-                     if hasattr(NovaClient, "complete_and_claim") else "claim, then complete"),
+            "redis_cost": costs, "round_trip_floor": floor, "tasks": {"nova": n_nova, "rq": n_rq}, "repeats": repeats,
+            "loop": "complete_and_claim: the commit also claims the next task, one round trip",
             "hiredis": _hiredis()}
 
 

@@ -97,3 +97,36 @@ def test_doc_blocks_are_replaced_in_place_and_kept(tmp_path):
     assert text.index("second run") < text.index("gpu run")
     blocks = kept_blocks(text)
     assert [b.splitlines()[1] for b in blocks] == ["second run", "gpu run"]
+
+
+def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
+    """``run.py --from-json`` re-renders BENCHMARKS.md and the plots from a real run's
+    results (the full run of 2026-11-30), keeping the txt2img blocks."""
+    import json
+
+    saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
+    res = json.loads(saved.read_text())
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("old text\n\n<!-- keep:txt2img:x -->\na GPU run\n<!-- /keep:txt2img:x -->\n")
+    out = subprocess.run([sys.executable, str(BENCH / "run.py"), "--from-json", str(saved),
+                          "--docs", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    text = doc.read_text()
+    assert "old text" not in text and text.rstrip().endswith("<!-- /keep:txt2img:x -->")
+    enqueue = res["scale"]["enqueue_100k_s"]
+    assert f"| 100k tasks enqueued in < 1 s | {enqueue:.2f} s | " \
+           f"{'**met**' if enqueue < 1 else '**missed**'} |" in text
+    ratio = res["throughput"]["nova_over_rq"]
+    assert f"{ratio:.1f} × (paired per repeat at 1 / 2 / 4 processes: " in text
+    for heading in ("## 1–2. Scheduling quality", "## 3. Lifecycle throughput",
+                    "## 4. Scale", "## 5. Recovery", "## What moved the missed targets"):
+        assert heading in text
+    assert {p.name for p in tmp_path.glob("*.png")} == {
+        "bench-makespan.png", "bench-throughput.png", "bench-recovery.png"}
+    # every target, as the report computes it, is in the document's table
+    monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
+    targets = _load("report").targets(res)
+    assert len(targets) == 7
+    for t in targets:
+        assert f"| {t['target']} | {t['measured']} |" in text

@@ -1,0 +1,79 @@
+"""Side by side: a git revision against the working tree, on this machine, runs alternated.
+
+    python benchmarks/ab.py REV [--repeats N]
+
+Checks REV out into a temporary git worktree and alternates REV / working tree N times
+(default 3): enqueue of 100k tasks (median of 3 per run) and no-op claim → commit
+throughput with 1 and 4 processes, each side with its own code (PYTHONPATH) and its own
+private redis-server. Prints medians and new ÷ old. This is how the "what moved it"
+figures in docs/BENCHMARKS.md were measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = r'''
+import json, sys
+sys.path.insert(0, "benchmarks")
+import nova_queue, scale, throughput
+from benchlib import RedisServer, median
+s = RedisServer().start()
+try:
+    out = {"enqueue_100k_s": median([scale.enqueue_once(s, 100_000)["seconds"] for _ in range(3)])}
+    for p in (1, 4):
+        out[f"tasks_per_s_{p}p"] = throughput.nova_rate(s, p, 4000)["tasks_per_s"]
+finally:
+    s.stop()
+out["nova_queue"] = nova_queue.__file__
+print(json.dumps(out))
+'''
+
+
+def probe(tree: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    p = subprocess.run([sys.executable, "-c", PROBE], cwd=tree, env=env, capture_output=True,
+                       text=True, timeout=900)
+    if p.returncode:
+        sys.exit(f"probe in {tree} failed:\n{p.stderr[-3000:]}")
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    if not out.pop("nova_queue").startswith(str(tree)):
+        sys.exit(f"probe in {tree} imported another nova_queue")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rev", help="git revision to compare against (e.g. HEAD~3)")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nova-ab-") as tmp:
+        old = Path(tmp) / "old"
+        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(old), args.rev],
+                       cwd=ROOT, check=True)
+        try:
+            runs: dict[str, list[dict]] = {"old": [], "new": []}
+            for rep in range(args.repeats):
+                for side, tree in (("old", old), ("new", ROOT)):
+                    runs[side].append(probe(tree))
+                    print(f"{rep + 1}/{args.repeats} {side}: {runs[side][-1]}", flush=True)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
+                           check=False)
+    print(f"\n{'measure':22s} {args.rev:>12s} {'working tree':>14s} {'new ÷ old':>10s}")
+    for key in runs["old"][0]:
+        a = sorted(x[key] for x in runs["old"])[len(runs["old"]) // 2]
+        b = sorted(x[key] for x in runs["new"])[len(runs["new"]) // 2]
+        print(f"{key:22s} {a:12.3f} {b:14.3f} {b / a:10.2f}")
+
+
+if __name__ == "__main__":
+    main()
