@@ -1,6 +1,8 @@
 """One process of the claim storm (scenario 6): THREADS workers, each its own worker id,
 claiming 1-3 tasks at a time as fast as Redis answers, then committing, failing,
-committing late (a zombie past its TTL) or abandoning each lease at random. One thread per
+committing late (a zombie past its TTL) or abandoning each lease at random. Half of the
+commits of a claim's last lease also claim the next tasks in the same call
+(complete_and_claim), as the worker runtime does. One thread per
 process "dies" part way: it stops renewing while holding leases.
 
 Usage: python claim_storm.py REDIS_URL NAMESPACE JOB PROC THREADS SEED OUT_JSONL DEADLINE_S
@@ -27,6 +29,7 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
     held: dict[str, object] = {}
     zombies: list[tuple[float, object]] = []
     claims = 0
+    carried = None  # what a commit-and-claim answered: the next claim
     while time.monotonic() < deadline:
         if dies_after is not None and claims >= dies_after:
             return  # stops renewing with leases in hand: declared lost later
@@ -37,7 +40,7 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
         for tid in renewed.lost:
             held.pop(tid, None)
         try:
-            res = client.claim(wid, "synthetic", rng.randint(1, 3))
+            res, carried = carried or client.claim(wid, "synthetic", rng.randint(1, 3)), None
         except WorkerLostError:
             client.register_worker(wid, {"name": wid}, ["synthetic"])
             continue
@@ -45,7 +48,9 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
         for lease in res.leases:
             roll = rng.random()
             if roll < 0.75:
-                commit(client, wid, lease, out)
+                then_claim = lease is res.leases[-1] and rng.random() < 0.5
+                carried = commit(client, wid, lease, out,
+                                 rng.randint(1, 3) if then_claim else None)
             elif roll < 0.85:
                 kind = "error" if roll < 0.80 else "infra"
                 try:
@@ -65,14 +70,23 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
             time.sleep(min(max(res.retry_after_s, 0.02), 0.2))
 
 
-def commit(client: NovaClient, wid: str, lease, out: list) -> None:
+def commit(client: NovaClient, wid: str, lease, out: list, then_claim: int | None = None):
+    """Commit; with ``then_claim`` (k), also claim k tasks in the same call and return
+    that claim's answer (None when not, or when the worker must register again)."""
     key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-{lease.attempt_id}.png"
+    nxt = None
     try:
-        client.complete(wid, lease, key, run_s=0.002, warm=True)
+        if then_claim is None:
+            client.complete(wid, lease, key, run_s=0.002, warm=True)
+        else:
+            _, nxt = client.complete_and_claim(wid, lease, key, run_s=0.002, warm=True,
+                                               k=then_claim)
     except StaleResultError:
-        return
+        return None
     out.append({"task_id": lease.task_id, "worker_id": wid, "lease_gen": lease.lease_gen,
-                "attempt_id": lease.attempt_id, "result_key": key})
+                "attempt_id": lease.attempt_id, "result_key": key,
+                "via": "complete" if then_claim is None else "complete_claim"})
+    return nxt
 
 
 def main(argv: list[str]) -> int:
