@@ -450,11 +450,12 @@ class NovaClient:
             raise ValueError("k must be >= 1")
         app = app or lease.app
         ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
-        k = self.keys
+        keys = self.keys
         claim_keys = self._worker_keys(worker_id, app)
         res = self._call(
             "complete_claim",
-            [k.task(lease.task_id), k.job(lease.job_id), *self._commit_keys(worker_id, lease.app),
+            [keys.task(lease.task_id), keys.job(lease.job_id),
+             *self._commit_keys(worker_id, lease.app),
              claim_keys[0], claim_keys[3], claim_keys[4], claim_keys[10]],
             [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
              result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha, self._maxlen,

@@ -291,6 +291,7 @@ class Worker:
                 self._prefetched[executor.claimed[0]] = executor.claimed[1]
             if executor.claim_in_doubt is not None:
                 self._claim_ids[executor.claim_in_doubt[0]] = executor.claim_in_doubt[1]
+            executor.claimed = executor.claim_in_doubt = None  # taken over
 
     def _infra_pause(self) -> None:
         pause = min(MAX_BACKOFF_S, 2.0 ** min(sum(e.infra_errors for e in self.executors.values()), 5))
