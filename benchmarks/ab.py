@@ -41,7 +41,7 @@ print(json.dumps(out))
 def probe(tree: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     p = subprocess.run([sys.executable, "-c", PROBE], cwd=tree, env=env, capture_output=True,
-                       text=True, timeout=900)
+                       text=True, timeout=900, check=False)
     if p.returncode:
         sys.exit(f"probe in {tree} failed:\n{p.stderr[-3000:]}")
     out = json.loads(p.stdout.strip().splitlines()[-1])

@@ -158,14 +158,14 @@ def _throughput(t: dict[str, Any]) -> list[str]:
             "every command it runs; and the redis-server process's CPU per call). *claim*: a "
             "deep queue (fast path); *claim (policy scan)*: a slow worker facing 2 pending "
             "tasks, which reads every fleet member's predicted free time and answers WAIT.")
-    out += [f"Best nova ÷ best RQ: {t['nova_over_rq']:.1f}× (the two best medians, which may "
-            "come from different repeats; the *nova ÷ RQ* column pairs the runs of one repeat, "
-            "side by side, and takes the median). The target is judged on best ÷ best.", ""]
+    out += [(f"Best nova ÷ best RQ: {t['nova_over_rq']:.1f}× (the two best medians, which may "
+             "come from different repeats; the *nova ÷ RQ* column pairs the runs of one repeat, "
+             "side by side, and takes the median). The target is judged on best ÷ best."), ""]
     f = t.get("round_trip_floor")
     if f:
-        out += [f"Round-trip floor: an EVALSHA of `return 1` through redis-py takes "
-                f"{f['wall_us_per_call']:.0f} µs (client CPU {f['client_cpu_us_per_call']:.0f} µs) "
-                "on this machine; a queue with one round trip per task cannot beat it.", ""]
+        out += [(f"Round-trip floor: an EVALSHA of `return 1` through redis-py takes "
+                 f"{f['wall_us_per_call']:.0f} µs (client CPU {f['client_cpu_us_per_call']:.0f} "
+                 "µs) on this machine; a queue with one round trip per task cannot beat it."), ""]
     out += [cost, ""]
     rows = []
     for c in t["redis_cost"]:
@@ -233,23 +233,23 @@ def _floor_note(t: dict[str, Any]) -> str:
 #: kept here by hand: every other number in the document is from the run that wrote it.
 WHAT_MOVED = (
     ("2026-11-30", "27d51a8 → complete_claim",
-     "the commit of a claim's last task also claims the next tasks in the same script "
-     "(`complete_claim-15`, used by the worker loop): one round trip per task instead of two; "
-     "claim and complete read and write a job's counts once per call",
+     ("the commit of a claim's last task also claims the next tasks in the same script "
+      "(`complete_claim-15`, used by the worker loop): one round trip per task instead of two; "
+      "claim and complete read and write a job's counts once per call"),
      [("no-op tasks/s, 1 process", "1619", "2561", "1.58×"),
       ("no-op tasks/s, 4 processes", "3553", "5010", "1.41×")]),
     ("2026-11-30", "27d51a8 → batched enqueue",
-     "enqueue adds pending-set entries 1000 per ZADD, derives a task's seq from its job "
-     "instead of storing it, and packs the next chunk while Redis runs the one before",
+     ("enqueue adds pending-set entries 1000 per ZADD, derives a task's seq from its job "
+      "instead of storing it, and packs the next chunk while Redis runs the one before"),
      [("enqueue of 100k tasks (s)", "1.264", "0.982", "0.78×")]),
 )
 
 
 def _what_moved() -> list[str]:
     out = ["## What moved the missed targets", "",
-           "Measured side by side with `python benchmarks/ab.py REV` (the old revision and the "
-           "new code alternated 3 times on this machine, each with its own redis-server; "
-           "medians). Kept by hand as history; the tables above are this run's.", ""]
+           ("Measured side by side with `python benchmarks/ab.py REV` (the old revision and the "
+            "new code alternated 3 times on this machine, each with its own redis-server; "
+            "medians). Kept by hand as history; the tables above are this run's."), ""]
     rows = []
     for date, revs, what, figures in WHAT_MOVED:
         for i, (measure, before, after, ratio) in enumerate(figures):

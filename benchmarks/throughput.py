@@ -47,7 +47,7 @@ def _nova_loop(url: str, ns: str, worker_id: str, barrier: Any, out: Any) -> Non
         (lease,) = res.leases
         n += 1
         # as the worker does: the commit claims the next task in the same call
-        done, nxt = client.complete_and_claim(worker_id, lease, "noop", run_s=0.0, warm=True)
+        _, nxt = client.complete_and_claim(worker_id, lease, "noop", run_s=0.0, warm=True)
         res = nxt if nxt is not None else client.claim(worker_id, APP, 1)
     out.put((first, time.time(), n))
 

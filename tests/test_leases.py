@@ -4,11 +4,14 @@ import threading
 
 import pytest
 import redis
-
 from helpers import expire_lease, expire_worker, set_speed
+
 from nova_queue import TaskSpec
 from nova_queue.errors import (
-    JobCancelledError, StaleResultError, TaskNotFoundError, WorkerLostError,
+    JobCancelledError,
+    StaleResultError,
+    TaskNotFoundError,
+    WorkerLostError,
 )
 
 

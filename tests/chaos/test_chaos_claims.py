@@ -5,7 +5,6 @@ the task's one committed lease."""
 from __future__ import annotations
 
 import collections
-
 import json
 import random
 import subprocess
