@@ -1,5 +1,6 @@
-"""The typed client: enqueue, status, workers, cancel, events — and the fenced worker
-calls claim / renew / complete / fail. Every state change is one Lua script."""
+"""The typed client: enqueue, cancel, retry, and reading jobs, tasks, workers and events.
+The fenced worker calls (claim / renew / complete / fail, ...) are mixed in from
+:mod:`nova_queue.worker_calls`. Every state change is one Lua script."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from typing import Any
@@ -17,34 +18,25 @@ import redis
 
 from nova_queue import errors
 from nova_queue.connection import connect
-from nova_queue.keys import Keyspace, split_task_id, task_id
+from nova_queue.keys import APP_NAME_RE, Keyspace, split_task_id, task_id
 from nova_queue.models import (
-    ClaimResult,
-    CompleteResult,
     Event,
-    FailResult,
     JobStatus,
-    Lease,
-    RenewResult,
     TaskInfo,
     TaskSpec,
     WorkerInfo,
 )
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
+from nova_queue.worker_calls import WorkerCalls
 
 log = logging.getLogger(__name__)
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_APP_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: Tasks per enqueue call; larger jobs are staged chunk by chunk and published at once.
 ENQUEUE_CHUNK = 10_000
 #: Longest task input accepted (bytes of UTF-8).
 MAX_INPUT_BYTES = 64 * 1024
-#: Longest error message stored with a failed task.
-MAX_ERROR_CHARS = 2000
-REAP_LIMIT = 100
-STAGING_ABANDONED_MS = 3600 * 1000
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 
@@ -56,7 +48,7 @@ def new_job_id() -> str:
     return stamp + rand
 
 
-class NovaClient:
+class NovaClient(WorkerCalls):
     """One namespace of one Redis; thread-safe (redis-py pools connections)."""
 
     def __init__(self, client: redis.Redis, *, settings: Settings | None = None,
@@ -90,41 +82,6 @@ class NovaClient:
     @property
     def _maxlen(self) -> int:
         return self.settings.events_maxlen
-
-    @property
-    def _gap_ms(self) -> int:
-        """Silence after which the scripts open a grace window. A holder may renew up to
-        one heartbeat before a silence and one after it, so without grace an outage of D
-        is safe only while D + 2 heartbeats < TTL: fire well before that."""
-        ttl, hb = self.settings.lease_ttl_ms, self.settings.heartbeat_interval_ms
-        return int(max(1.5 * hb, min(ttl / 2, ttl - 2 * hb - 250)))
-
-    def _worker_keys(self, worker_id: str, app: str) -> list[str]:
-        """claim-12's KEYS for ``worker_id`` and ``app``."""
-        cache_key = ("claim", worker_id, app)
-        keys = self._key_lists.get(cache_key)
-        if keys is None:
-            k = self.keys
-            keys = self._key_lists[cache_key] = [
-                k.pending(app), k.worker(worker_id), k.held(worker_id), k.app_fleet(app),
-                k.app_workers(app), k.leases(), k.alive(), k.inflight(), k.failed(),
-                k.finished(), k.meta(), k.events()]
-        return keys
-
-    def _commit_keys(self, worker_id: str, app: str) -> list[str]:
-        """complete-11's KEYS[3..11] for ``worker_id`` and the task's ``app``."""
-        cache_key = ("complete", worker_id, app)
-        keys = self._key_lists.get(cache_key)
-        if keys is None:
-            k = self.keys
-            keys = self._key_lists[cache_key] = [
-                k.worker(worker_id), k.held(worker_id), k.app_fleet(app), k.leases(),
-                k.alive(), k.inflight(), k.failed(), k.finished(), k.events()]
-        return keys
-
-    def _ns_keys(self) -> list[str]:
-        k = self.keys
-        return [k.leases(), k.alive(), k.inflight(), k.failed(), k.finished()]
 
     def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]:
         return self.scripts.call(name, keys, args)
@@ -193,7 +150,7 @@ class NovaClient:
     @staticmethod
     def _validate_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
                       max_attempts: int) -> None:
-        if not _APP_RE.match(app):
+        if not APP_NAME_RE.match(app):
             raise errors.InputError(f"invalid app name {app!r}")
         if not _ID_RE.match(job_id):
             raise errors.InputError(f"invalid job id {job_id!r}: use letters, digits, _ and -")
@@ -346,152 +303,6 @@ class NovaClient:
         """Id of the newest event, or ``0-0``."""
         rows = self.redis.xrevrange(self.keys.events(), "+", "-", count=1)
         return rows[0][0] if rows else "0-0"
-
-    # ---- worker side ------------------------------------------------------------------
-    def register_worker(self, worker_id: str, fields: Mapping[str, Any], apps: Iterable[str],
-                        bench: Mapping[str, Mapping[str, float | None]] | None = None) -> bool:
-        """Join the fleet (or re-join); returns True if the id was known before."""
-        app_list = [a for a in apps]
-        for a in app_list:
-            if not _APP_RE.match(a):
-                raise errors.InputError(f"invalid app name {a!r}")
-        clean = {k: ("" if v is None else str(v)) for k, v in fields.items()}
-        k = self.keys
-        bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
-                                 for a, b in (bench or {}).items()})
-        _, rejoined = self._call(
-            "register",
-            [k.worker(worker_id), k.heartbeat(worker_id), k.workers(), k.alive(), k.events()],
-            [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,
-             json.dumps(clean), ",".join(app_list), bench_json])
-        return bool(int(rejoined))
-
-    def deregister_worker(self, worker_id: str) -> int:
-        """Leave the fleet; leases still held return to pending without using an attempt."""
-        k = self.keys
-        code, released = self._call(
-            "deregister",
-            [k.worker(worker_id), k.held(worker_id), k.heartbeat(worker_id), k.leases(),
-             k.alive(), k.inflight(), k.failed(), k.finished(), k.events()],
-            [self.prefix, worker_id, self._maxlen])
-        return int(released) if code == 0 else 0
-
-    def claim(self, worker_id: str, app: str, k: int = 1,
-              attempt_ids: Sequence[str] | None = None) -> ClaimResult:
-        """Lease up to ``k`` tasks of ``app``, or learn when to ask again."""
-        if k < 1:
-            raise ValueError("k must be >= 1")
-        ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
-        res = self._call(
-            "claim", self._worker_keys(worker_id, app),
-            [self.prefix, worker_id, app, k, self.settings.lease_ttl_ms, self._gap_ms,
-             self._maxlen, REAP_LIMIT, *ids])
-        return self._claim_result(app, int(res[0]), int(res[1]), res[2])
-
-    @staticmethod
-    def _claim_result(app: str, code: int, now_ms: int, payload: Any) -> ClaimResult:
-        if code == errors.WAIT:
-            return ClaimResult("wait", [], int(payload) / 1000, now_ms)
-        if code == errors.EMPTY:
-            return ClaimResult("empty", [], int(payload) / 1000, now_ms)
-        errors.raise_for_code(code, detail=str(payload))
-        leases = [
-            Lease(task_id=d["tid"], job_id=d["job"], index=int(d["index"]), app=app,
-                  input=d["input"], cost=float(d["cost"]), params=json.loads(d["params"]),
-                  lease_gen=int(d["lease_gen"]), attempt_id=d["attempt_id"],
-                  attempt=int(d["attempt"]), deadline_ms=int(d["deadline_ms"]),
-                  predicted_s=None if d.get("predicted_s") is None else float(d["predicted_s"]))
-            for d in json.loads(payload)
-        ]
-        return ClaimResult("ok", leases, 0.0, now_ms)
-
-    def renew(self, worker_id: str, leases: Iterable[Lease]) -> RenewResult:
-        """Heartbeat: extend held leases; report lost ones (all of them if the worker is lost)."""
-        k = self.keys
-        args: list[Any] = [self.prefix, worker_id, self.settings.lease_ttl_ms, self._gap_ms,
-                           self._maxlen, REAP_LIMIT]
-        for lease in leases:
-            args += [lease.task_id, lease.lease_gen, lease.attempt_id]
-        code, now_ms, lost = self._call(
-            "renew",
-            [k.worker(worker_id), k.heartbeat(worker_id), k.leases(), k.alive(), k.inflight(),
-             k.failed(), k.finished(), k.meta(), k.events()], args)
-        return RenewResult(lost=list(lost), now_ms=int(now_ms),
-                           worker_lost=int(code) == errors.WORKER_LOST)
-
-    def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
-                 warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
-        """Commit a result; raises StaleResultError if the lease is no longer current."""
-        k = self.keys
-        code, finished = self._call(
-            "complete",
-            [k.task(lease.task_id), k.job(lease.job_id), *self._commit_keys(worker_id, lease.app)],
-            [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
-             result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha, self._maxlen,
-             json.dumps(dict(meta)) if meta else "{}"])
-        code = int(code)
-        errors.raise_for_code(code, task_id=lease.task_id)
-        return CompleteResult(job_finished=bool(int(finished)), replayed=code == errors.ALREADY)
-
-    def complete_and_claim(self, worker_id: str, lease: Lease, result_key: str, *,
-                           run_s: float, warm: bool, meta: Mapping[str, Any] | None = None,
-                           app: str | None = None, k: int = 1,
-                           attempt_ids: Sequence[str] | None = None,
-                           ) -> tuple[CompleteResult, ClaimResult | None]:
-        """``complete`` and then ``claim(worker_id, app, k)`` in one round trip (one script:
-        the same fencing and policy as the two calls). ``app`` defaults to the lease's.
-
-        Raises StaleResultError like ``complete`` when the commit is rejected (nothing is
-        claimed then). The claim part is None when the worker is no longer registered:
-        the commit held, and the next ``claim`` raises WorkerLostError. Retrying after a
-        lost reply with the same ``attempt_ids`` returns the same leases (and ALREADY).
-        """
-        if k < 1:
-            raise ValueError("k must be >= 1")
-        app = app or lease.app
-        ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
-        keys = self.keys
-        claim_keys = self._worker_keys(worker_id, app)
-        res = self._call(
-            "complete_claim",
-            [keys.task(lease.task_id), keys.job(lease.job_id),
-             *self._commit_keys(worker_id, lease.app),
-             claim_keys[0], claim_keys[3], claim_keys[4], claim_keys[10]],
-            [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
-             result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha, self._maxlen,
-             json.dumps(dict(meta)) if meta else "{}", app, len(ids), self.settings.lease_ttl_ms,
-             self._gap_ms, REAP_LIMIT, *ids])
-        code = int(res[0])
-        errors.raise_for_code(code, task_id=lease.task_id)
-        done = CompleteResult(job_finished=bool(int(res[1])), replayed=code == errors.ALREADY)
-        claim_code = int(res[2])
-        if claim_code == errors.WORKER_LOST:
-            return done, None
-        return done, self._claim_result(app, claim_code, int(res[3]), res[4])
-
-    def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "") -> FailResult:
-        """Report a failed run: ``kind`` is ``error`` or ``oom`` (an attempt is used), or
-        ``shutdown`` or ``infra`` (the worker or a dependency failed: no attempt is used)."""
-        k = self.keys
-        code, state = self._call(
-            "fail",
-            [k.task(lease.task_id), k.job(lease.job_id), k.worker(worker_id), k.held(worker_id),
-             k.pending(lease.app), k.leases(), k.inflight(), k.failed(), k.finished(),
-             k.events()],
-            [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id, kind,
-             message[:MAX_ERROR_CHARS], self._maxlen])
-        errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
-        return FailResult(requeued=state == "pending", state=str(state))
-
-    def reap(self, limit: int = REAP_LIMIT) -> dict[str, int]:
-        """Requeue expired leases and lost workers' tasks now (claims also do it lazily)."""
-        k = self.keys
-        _, workers, leases, deleted = self._call(
-            "reap", [*self._ns_keys()[:5], k.meta(), k.events(), k.staging()],
-            [self.prefix, self.settings.lease_ttl_ms, self._gap_ms, self._maxlen, limit,
-             STAGING_ABANDONED_MS])
-        return {"workers_lost": int(workers), "leases_expired": int(leases),
-                "staged_deleted": int(deleted)}
 
     def server_time_ms(self) -> int:
         """Redis's clock in ms (the only clock leases use)."""

@@ -75,8 +75,11 @@ Fields and members:
 from __future__ import annotations
 
 import dataclasses
+import re
 
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
+#: App names become parts of keys (``pending:<app>``) and are checked against this.
+APP_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 @dataclasses.dataclass(frozen=True)
