@@ -510,3 +510,17 @@ def test_requeued_and_retried_tasks_return_to_their_old_place(nova):
     nova.retry(lease.task_id)
     assert nova.redis.zscore(pending, lease.task_id) == scores[lease.task_id]
     assert nova.redis.zrange(pending, 0, -1) == [f"{a}:{i}" for i in range(3)]
+
+
+def test_eligible_workers_counts_only_live_workers_of_the_app(nova):
+    assert nova.eligible_workers("txt2img") == [] and nova.live_apps() == {}
+    join(nova, "a", apps=("synthetic",))
+    join(nova, "b", apps=("synthetic", "txt2img"))
+    join(nova, "c", apps=("txt2img",))
+    assert nova.eligible_workers("txt2img") == ["b", "c"]
+    assert nova.live_apps() == {"synthetic": 2, "txt2img": 2}
+    expire_worker(nova, "c")  # heartbeat ran out, not yet reaped: not eligible
+    assert nova.eligible_workers("txt2img") == ["b"]
+    nova.deregister_worker("b")
+    assert nova.eligible_workers("txt2img") == []
+    assert nova.live_apps() == {"synthetic": 1}
