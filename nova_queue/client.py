@@ -144,7 +144,8 @@ class NovaClient(WorkerCalls):
             if created:
                 self._abort(job_id)
             raise
-        log.info("enqueued job %s: %d %s tasks", job_id, len(tasks), app)
+        # DEBUG: callers (the CLI) print the id themselves; INFO would repeat it on every enqueue
+        log.debug("enqueued job %s: %d %s tasks", job_id, len(tasks), app)
         return job_id
 
     @staticmethod
@@ -212,6 +213,16 @@ class NovaClient(WorkerCalls):
             raise errors.JobNotFoundError(f"unknown job {job_id}")
         tasks = self.tasks(job_id, 0, int(h.get("total", 0))) if with_tasks else []
         return JobStatus.from_hash(h, tasks)
+
+    def staging_job(self, job_id: str) -> JobStatus | None:
+        """A job still being enqueued (or abandoned mid-way by a killed producer), without
+        tasks; ``staged`` says how many are written. None if there is no such staging job.
+
+        :meth:`job` does not show these: claims, the gallery and post-processing must not."""
+        h = self.redis.hgetall(self.keys.job(job_id))
+        if not h or h.get("state") != "staging":
+            return None
+        return JobStatus.from_hash(h, [])
 
     def tasks(self, job_id: str, start: int = 0, stop: int | None = None) -> list[TaskInfo]:
         """Tasks ``start`` .. ``stop - 1`` of a job."""

@@ -175,6 +175,8 @@ class JobStatus:
     failed: int
     cancelled: int
     tasks: list[TaskInfo]
+    #: Tasks written so far while the job is ``staging`` (equals ``total`` once published).
+    staged: int = 0
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
@@ -191,6 +193,7 @@ class JobStatus:
             total=_int(h.get("total")), pending=_int(h.get("pending")),
             leased=_int(h.get("leased")), done=_int(h.get("done")),
             failed=_int(h.get("failed")), cancelled=_int(h.get("cancelled")), tasks=tasks,
+            staged=_int(h.get("staged")),
         )
 
     @property

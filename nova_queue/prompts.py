@@ -12,18 +12,30 @@ Rules (a file either parses completely or is rejected; nothing is half-read):
   invalid UTF-8 (the line of the first bad byte), a prompt longer than ``max_line_chars``
   characters (after trimming), more than ``max_prompts`` prompts, no prompts at all, and a
   missing, unreadable or directory path.
+- Bounded input: more than ``max_bytes`` bytes (default :data:`MAX_BYTES`; the CLI's
+  ``enqueue --max-bytes`` / ``NOVA_MAX_PROMPT_BYTES``) is rejected without reading further.
+  A path must name a regular file: FIFOs, devices (``/dev/zero``) and sockets are refused
+  before they are opened (opening a FIFO with no writer would block forever); standard
+  input (``-``) is read, bounded by the same limit.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import BinaryIO
 
 from nova_queue.errors import InputError
+from nova_queue.settings import DEFAULT_MAX_PROMPT_BYTES
 
 MAX_LINE_CHARS = 4000
 MAX_PROMPTS = 1_000_000
+#: Largest prompts input read (bytes) unless told otherwise (Settings.max_prompt_bytes).
+MAX_BYTES = DEFAULT_MAX_PROMPT_BYTES
+#: Bytes read per call while reading standard input.
+_READ_CHUNK = 1024 * 1024
 STDIN = "-"
 _BOM = b"\xef\xbb\xbf"
 
@@ -34,6 +46,7 @@ def read_prompts(
     *,
     max_line_chars: int = MAX_LINE_CHARS,
     max_prompts: int = MAX_PROMPTS,
+    max_bytes: int = MAX_BYTES,
 ) -> list[str]:
     """Prompts from a file, or from ``stdin`` (default ``sys.stdin``) when the path is ``-``."""
     if path_or_dash == STDIN:
@@ -41,12 +54,10 @@ def read_prompts(
         stream = stdin if stdin is not None else getattr(sys.stdin, "buffer", sys.stdin)
         if stream is None:
             raise InputError("no standard input to read prompts from", source=source)
-        data = stream.read()
-        if isinstance(data, str):  # a text stream (e.g. a test harness's stdin)
-            data = data.encode("utf-8", "surrogateescape")
+        data = _read_bounded(stream, source, max_bytes)
     else:
         source = str(path_or_dash)
-        data = _read_file(Path(path_or_dash), source)
+        data = _read_file(Path(path_or_dash), source, max_bytes)
     return parse_prompts(data, source, max_line_chars=max_line_chars, max_prompts=max_prompts)
 
 
@@ -80,17 +91,68 @@ def parse_prompts(
     return prompts
 
 
-def _read_file(path: Path, source: str) -> bytes:
-    if path.is_dir():
+def _too_big(source: str, max_bytes: int, size: int | None = None) -> InputError:
+    found = f"is {size} bytes" if size is not None else f"has more than {max_bytes} bytes"
+    return InputError(f"{found}; the limit is {max_bytes} bytes (raise it with --max-bytes "
+                      "or NOVA_MAX_PROMPT_BYTES, or split the prompts)", source=source)
+
+
+def _read_bounded(stream: BinaryIO, source: str, max_bytes: int) -> bytes:
+    """At most ``max_bytes`` bytes of ``stream``; InputError as soon as there are more."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        chunk = stream.read(min(_READ_CHUNK, max_bytes + 1 - size))
+        if not chunk:
+            break
+        if isinstance(chunk, str):  # a text stream (e.g. a test harness's stdin)
+            chunk = chunk.encode("utf-8", "surrogateescape")
+        parts.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            raise _too_big(source, max_bytes)
+    return b"".join(parts)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _check_regular(mode: int, source: str) -> None:
+    if stat.S_ISDIR(mode):
         raise InputError("is a directory, not a prompts file", source=source)
+    if not stat.S_ISREG(mode):
+        raise InputError(f"is {_kind(mode)}, not a regular file; pipe it in with "
+                         "'enqueue -' to read standard input", source=source)
+
+
+def _read_file(path: Path, source: str, max_bytes: int) -> bytes:
+    """A regular file's bytes, at most ``max_bytes``; checked before it is opened."""
     try:
-        return path.read_bytes()
+        info = os.stat(path)
+        _check_regular(info.st_mode, source)
+        if info.st_size > max_bytes:
+            raise _too_big(source, max_bytes, info.st_size)
+        # O_NONBLOCK: if the path became a FIFO since the stat, open must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise InputError("no such file", source=source) from None
     except PermissionError:
         raise InputError("permission denied", source=source) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    with os.fdopen(fd, "rb") as f:
+        _check_regular(os.fstat(f.fileno()).st_mode, source)
+        try:
+            return _read_bounded(f, source, max_bytes)  # bounded even if the file grows
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", source=source) from None
 
 
 def _line_of(data: bytes, offset: int) -> int:

@@ -15,6 +15,8 @@ from pathlib import Path
 from nova_queue.errors import ConfigError
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+#: Largest prompts input ``enqueue`` reads by default (64 MiB).
+DEFAULT_MAX_PROMPT_BYTES = 64 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,9 @@ class Settings:
     web_trusted_hosts: str = ""
     #: Largest request (prompt upload) the gallery accepts. Env ``NOVA_WEB_MAX_UPLOAD_BYTES``.
     web_max_upload_bytes: int = 2 * 1024 * 1024
+    #: Largest prompts input ``nova-queue enqueue`` reads (file or stdin), in bytes; more is
+    #: refused unread. Env ``NOVA_MAX_PROMPT_BYTES`` (``enqueue --max-bytes``).
+    max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
     #: Public S3 endpoint for presigned image URLs; empty serves images through the web app.
     #: Env ``NOVA_S3_PUBLIC_ENDPOINT``.
     s3_public_endpoint: str = ""
@@ -77,6 +82,8 @@ class Settings:
             raise ConfigError("max attempts must be at least 1")
         if self.web_max_upload_bytes < 1024:
             raise ConfigError("web max upload bytes must be at least 1024")
+        if self.max_prompt_bytes < 1:
+            raise ConfigError("max prompt bytes must be at least 1")
         if not 0 < self.ema_alpha <= 1:
             raise ConfigError("EMA alpha must be in (0, 1]")
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import click
+import pytest
 import redis
+from click.testing import Result
+
+from nova_queue.cli import cli
 
 #: Prompt files the CLI must reject: (id, file bytes, line it names or None, text in the message).
 BAD_PROMPT_FILES: list[tuple[str, bytes, int | None, str]] = [
@@ -119,3 +126,62 @@ def error_line(stderr: str, *needles: str) -> str:
 def namespace_keys(r: redis.Redis, namespace: str) -> list[str]:
     """Every key of ``namespace`` (``nova:{ns}:*``)."""
     return sorted(r.scan_iter(match=f"nova:{{{namespace}}}:*", count=1000))
+
+
+def check_cli(argv: list[str]) -> click.Context:
+    """Parse ``argv`` (starting with ``nova-queue``) exactly as the CLI would; UsageError if not.
+
+    Returns the subcommand's context (its parsed ``params``). Nothing runs.
+    """
+    assert argv and argv[0] == "nova-queue", f"not a nova-queue command: {argv}"
+    ctx = cli.make_context("nova-queue", list(argv[1:]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # protected_args in Click 8.2
+        remaining = [*getattr(ctx, "protected_args", []), *ctx.args]
+    assert remaining, f"{argv} names no subcommand"
+    if cli.get_command(ctx, remaining[0]) is None:
+        pytest.fail(f"`nova-queue {remaining[0]}` is not a registered command yet (used by "
+                    f"{' '.join(argv)}); register it in nova_queue/cli/__init__.py")
+    name, sub, rest = cli.resolve_command(ctx, remaining)
+    return sub.make_context(name, rest, parent=ctx)
+
+
+# ---- CliRunner results (the ``invoke`` fixture of cli_fixtures.py) -------------------------
+
+def ok(result: Result) -> Result:
+    """Assert the command succeeded (showing its output and traceback if not)."""
+    assert result.exit_code == 0, (result.output, result.exc_info)
+    return result
+
+
+def rejected(result: Result, *needles: str) -> str:
+    """Assert a user error: exit 1 via SystemExit, nothing on stdout, one ``error:`` line."""
+    assert result.exit_code == 1, (result.output, result.exc_info)
+    assert isinstance(result.exception, SystemExit), result.exc_info  # not a crash
+    assert result.stdout == ""
+    return error_line(result.stderr, *needles)
+
+
+def write(folder: Path, data: bytes, name: str = "prompts.txt") -> Path:
+    """``data`` as the file ``folder/name``."""
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+def enqueue_ok(invoke, path: Path | str, *extra: str, input: bytes | None = None) -> str:
+    """Enqueue with the synthetic app; the printed job id."""
+    res = ok(invoke("enqueue", str(path), "--app", "synthetic", "-p", "seconds=0.01", *extra,
+                    input=input))
+    return res.stdout.strip()
+
+
+def status_json(invoke, job_id: str) -> dict:
+    """``status JOB --json``, parsed."""
+    return json.loads(ok(invoke("status", job_id, "--json")).stdout)
+
+
+def prompts_of(invoke, job_id: str) -> list[str]:
+    """The prompts of a job, in task order."""
+    return [t["prompt"] for t in sorted(status_json(invoke, job_id)["tasks"],
+                                        key=lambda t: t["index"])]

@@ -10,11 +10,21 @@ import json
 import socketserver
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from cli_helpers import BAD_PROMPT_FILES, error_line, namespace_keys, nova_env, runner_env
-from click.testing import CliRunner, Result
+from cli_helpers import (
+    BAD_PROMPT_FILES,
+    enqueue_ok,
+    namespace_keys,
+    nova_env,
+    ok,
+    prompts_of,
+    rejected,
+    runner_env,
+    status_json,
+    write,
+)
+from click.testing import CliRunner
 
 from nova_queue import __version__
 from nova_queue.cli import cli
@@ -26,54 +36,6 @@ JOB_FIELDS = {"job_id", "app", "state", "total", "pending", "leased", "done", "f
               "cancelled", "tasks"}
 WORKER_FIELDS = {"id", "name", "host", "backend", "device", "alive", "apps", "tasks_done",
                  "failures", "benchmark_s", "ema_s", "compile_s"}
-
-
-@pytest.fixture
-def invoke(redis_url: str, namespace: str, tmp_path: Path):
-    """Run ``nova-queue ARGS`` in-process against this test's Redis namespace and home."""
-    runner = CliRunner()
-    env = runner_env(nova_env(redis_url, namespace, tmp_path))
-
-    def run(*args: str, input: bytes | str | None = None) -> Result:
-        return runner.invoke(cli, list(args), env=env, input=input, catch_exceptions=True)
-
-    return run
-
-
-def ok(result: Result) -> Result:
-    """Assert the command succeeded (showing its output and traceback if not)."""
-    assert result.exit_code == 0, (result.output, result.exc_info)
-    return result
-
-
-def rejected(result: Result, *needles: str) -> str:
-    """Assert a user error: exit 1 via SystemExit, nothing on stdout, one ``error:`` line."""
-    assert result.exit_code == 1, (result.output, result.exc_info)
-    assert isinstance(result.exception, SystemExit), result.exc_info  # not a crash
-    assert result.stdout == ""
-    return error_line(result.stderr, *needles)
-
-
-def write(tmp_path: Path, data: bytes, name: str = "prompts.txt") -> Path:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return path
-
-
-def enqueue_ok(invoke, path: Path | str, *extra: str, input: bytes | None = None) -> str:
-    """Enqueue with the synthetic app; the printed job id."""
-    res = ok(invoke("enqueue", str(path), "--app", "synthetic", "-p", "seconds=0.01", *extra,
-                    input=input))
-    return res.stdout.strip()
-
-
-def status_json(invoke, job_id: str) -> dict:
-    return json.loads(ok(invoke("status", job_id, "--json")).stdout)
-
-
-def prompts_of(invoke, job_id: str) -> list[str]:
-    return [t["prompt"] for t in sorted(status_json(invoke, job_id)["tasks"],
-                                        key=lambda t: t["index"])]
 
 
 # ---- prompt files: accepted -------------------------------------------------------------
@@ -243,26 +205,6 @@ def test_workers_json(invoke, nova):
     assert (w["tasks_done"], w["failures"], w["benchmark_s"], w["compile_s"]) == (0, 0, 0.5, 2.5)
     table = ok(invoke("workers")).stdout
     assert "box.lan" in table and "gpu-box" in table and "RTX 4090" in table
-
-
-def test_results_writes_committed_results_and_artifacts_only(invoke, nova, tmp_path):
-    """Seeded like a worker would: one committed result, one orphan, one job artifact."""
-    from nova_queue.stores import open_store
-
-    store = open_store((tmp_path / "store").as_uri())
-    job_id = enqueue_ok(invoke, write(tmp_path, b"cat\ndog\n"))
-    nova.register_worker("node1-w1", {"name": "w"}, ["synthetic"])
-    [lease] = nova.claim("node1-w1", "synthetic", 1).leases
-    key = f"jobs/{job_id}/results/{lease.index:05d}-g{lease.lease_gen}-{lease.attempt_id}.png"
-    store.put(key, b"\x89PNG committed", content_type="image/png")
-    store.put(f"jobs/{job_id}/results/00001-g9-orphan.png", b"orphan", content_type="image/png")
-    store.put(f"jobs/{job_id}/summary.json", b"{}", content_type="application/json")
-    nova.complete("node1-w1", lease, key, run_s=0.01, warm=False)
-    out = tmp_path / "out"
-    res = ok(invoke("results", job_id, "--out", str(out)))
-    assert "wrote 1 result(s) and 1 artifact(s)" in res.stdout
-    assert sorted(p.name for p in out.iterdir()) == [f"{lease.index:05d}.png", "summary.json"]
-    assert (out / f"{lease.index:05d}.png").read_bytes() == b"\x89PNG committed"
 
 
 def test_results_into_an_unusable_folder_one_line(invoke, nova, tmp_path):

@@ -1,12 +1,19 @@
-"""The CLI as real processes (``python -m nova_queue ...``): prompt-file rules, stdin,
-``enqueue --wait`` following a real ``worker --burst``, ``results``, backend refusal."""
+"""The CLI as real processes (``python -m nova_queue ...``): prompt-file rules, stdin, input
+bounds, ``enqueue --wait`` following a real ``worker --burst`` (its progress piped and in a
+terminal), ``results``, backend refusal, and the status of a job whose enqueue was killed."""
 
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import select
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +22,11 @@ from cli_helpers import (
     background,
     error_line,
     namespace_keys,
+    nova_command,
     nova_env,
+    process_env,
     run_cli,
+    stop,
 )
 from helpers import wait_for
 from PIL import Image
@@ -191,3 +201,137 @@ def test_worker_refuses_a_backend_it_lacks(env, nova, backend, needle):
     assert errors == [lines[-1]], res.stderr
     error_line(errors[0], f"backend '{backend}'", needle)
     assert nova.workers() == []  # refused before it registered
+
+
+# ---- bounded input ------------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("make, needle", [
+    pytest.param(lambda p: Path("/dev/zero"), "is a device", id="dev-zero"),
+    pytest.param(lambda p: (os.mkfifo(p / "fifo"), p / "fifo")[1], "is a FIFO", id="fifo"),
+])
+def test_non_regular_files_refused_at_once(env, r, namespace, tmp_path, make, needle):
+    path = make(tmp_path)
+    res = run_cli(["enqueue", str(path), "--app", "synthetic"], env)
+    assert (res.returncode, res.stdout) == (1, "")
+    assert error_line(res.stderr, needle, "not a regular file").startswith(f"error: {path}: ")
+    assert namespace_keys(r, namespace) == []
+
+
+@pytest.mark.timeout(60)
+def test_endless_stdin_is_cut_at_the_limit(env, r, namespace, tmp_path):
+    with open("/dev/zero", "rb") as zero:
+        proc = subprocess.run(nova_command("enqueue", "-", "--app", "synthetic"),
+                              env=process_env(env), stdin=zero, capture_output=True,
+                              timeout=50, check=False)
+    assert (proc.returncode, proc.stdout) == (1, b"")
+    error_line(proc.stderr.decode(), "<stdin>: has more than 67108864 bytes",
+               "--max-bytes or NOVA_MAX_PROMPT_BYTES")
+    assert namespace_keys(r, namespace) == []
+
+
+def test_max_bytes_flag_and_env(env, r, namespace, tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_bytes(b"cat\ndog\n")  # 8 bytes
+    res = run_cli(["enqueue", str(path), "--app", "synthetic", "--max-bytes", "7"], env)
+    error_line(res.stderr, f"{path}: is 8 bytes; the limit is 7 bytes")
+    res = run_cli(["enqueue", "-", "--app", "synthetic"], {**env, "NOVA_MAX_PROMPT_BYTES": "7"},
+                  stdin=b"cat\ndog\n")
+    error_line(res.stderr, "<stdin>: has more than 7 bytes")
+    assert namespace_keys(r, namespace) == []
+    res = run_cli(["enqueue", str(path), "--app", "synthetic", "--max-bytes", "8"],
+                  {**env, "NOVA_MAX_PROMPT_BYTES": "7"})  # the flag wins
+    assert res.returncode == 0, res.stderr
+
+
+# ---- what enqueue says -------------------------------------------------------------------------
+
+def test_enqueue_prints_the_job_id_once(env, tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("cat\n")
+    res = run_cli(["enqueue", str(path), "--app", "synthetic"], env)
+    assert res.returncode == 0, res.stderr
+    job_id = res.stdout.strip()
+    assert res.stdout == f"{job_id}\n"
+    assert job_id not in res.stderr  # no INFO log repeating it
+    assert res.stderr == ("warning: no live worker serves app 'synthetic' (no worker is live); "
+                          "the job waits until one joins\n")
+
+
+@pytest.mark.timeout(90)
+def test_piped_wait_reports_progress_before_the_end(env, nova, tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("a\nb\nc\n")
+    log = tmp_path / "wait.log"
+    with background(["enqueue", str(path), "--app", "synthetic", "--wait"], env,
+                    log_path=log) as waiter:
+        wait_for(lambda: "progress: " in log.read_text(), timeout_s=30,
+                 message="a progress line while the job waits")
+        assert waiter.poll() is None
+        [job] = nova.jobs()
+        assert run_cli(["cancel", job.job_id], env).returncode == 0
+        out, _ = waiter.communicate(timeout=30)
+    lines = log.read_text().strip().split("\n")
+    assert lines[0] == ("warning: no live worker serves app 'synthetic' (no worker is live); "
+                        "the job waits until one joins")
+    assert lines[1].startswith("progress: 0/3 finished (0 done, 0 failed, 0 cancelled), "
+                               "0 running, 3 pending, ")
+    assert lines[1].endswith(" s; no live worker serves app 'synthetic'")
+    assert lines[-1].startswith("progress: 3/3 finished (0 done, 0 failed, 3 cancelled), "
+                                "0 running, 0 pending, ")
+    assert "\r" not in log.read_text()  # no bar redrawn into a file
+    assert out.decode().split("\n")[0] == job.job_id
+
+
+@pytest.mark.timeout(90)
+def test_wait_in_a_terminal_draws_a_progress_bar(env, nova, tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text("a\nb\nc\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(nova_command("enqueue", str(path), "--app", "synthetic", "--wait"),
+                            env=process_env(env), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"0/3" not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                seen += os.read(master, 4096)
+        assert b"0/3" in seen and b"[" in seen, seen  # the bar: [-----]  0/3
+        assert b"progress:" not in seen
+        [job] = nova.jobs()
+        assert run_cli(["cancel", job.job_id], env).returncode == 0
+        proc.wait(timeout=30)
+    finally:
+        stop(proc)
+        os.close(master)
+    assert proc.returncode == 1  # cancelled
+
+
+# ---- a staging job left by kill -9 -------------------------------------------------------------
+
+@pytest.mark.slow  # writes and parses a million prompts: ~10 s
+@pytest.mark.timeout(180)
+def test_status_of_a_job_whose_enqueue_was_killed(env, nova, r, namespace, tmp_path):
+    path = tmp_path / "million.txt"
+    path.write_text("".join(f"p{i}\n" for i in range(1_000_000)))
+    with background(["enqueue", str(path), "--app", "synthetic"], env,
+                    log_path=tmp_path / "enqueue.log") as proc:
+        [job_id] = wait_for(lambda: r.zrange(nova.keys.staging(), 0, -1), timeout_s=120,
+                            interval_s=0.01, message="the first chunk staged")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    try:
+        assert r.hget(nova.keys.job(job_id), "state") == "staging"  # killed before publishing
+        res = run_cli(["status", job_id], env)
+        assert res.returncode == 0, res.stderr
+        head, detail = res.stdout.strip().split("\n")
+        assert head == f"job {job_id}  app synthetic  state staging  name 'million.txt'"
+        assert re.match(r"  \d+ of 1000000 tasks written: being enqueued, or abandoned by a "
+                        r"killed enqueue; reap deletes it 60 min after it was created", detail)
+        st = json.loads(run_cli(["status", job_id, "--json"], env).stdout)
+        assert (st["state"], st["total"]) == ("staging", 1000000) and 0 < st["staged"] < 1000000
+    finally:
+        for key in r.scan_iter(match=f"nova:{{{namespace}}}:*", count=10_000):
+            r.unlink(key)

@@ -10,15 +10,13 @@ import os
 import re
 import shutil
 import subprocess
-import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 import yaml
-
-from nova_queue.cli import cli
+from cli_helpers import check_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -129,21 +127,6 @@ def test_dockerignore_keeps_what_the_build_needs():
 
 
 # ---- every nova-queue command parses with the real CLI ---------------------------------
-
-def check_cli(argv: list[str]) -> click.Context:
-    """Parse ``argv`` (starting with ``nova-queue``) exactly as the CLI would; UsageError if not."""
-    assert argv and argv[0] == "nova-queue", f"not a nova-queue command: {argv}"
-    ctx = cli.make_context("nova-queue", list(argv[1:]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # protected_args in Click 8.2
-        remaining = [*getattr(ctx, "protected_args", []), *ctx.args]
-    assert remaining, f"{argv} names no subcommand"
-    if cli.get_command(ctx, remaining[0]) is None:
-        pytest.fail(f"`nova-queue {remaining[0]}` is not a registered command yet (used by "
-                    f"{' '.join(argv)}); register it in nova_queue/cli/__init__.py")
-    name, sub, rest = cli.resolve_command(ctx, remaining)
-    return sub.make_context(name, rest, parent=ctx)
-
 
 def service_argv(service: dict[str, Any]) -> list[str]:
     """Entrypoint + command of a nova service, falling back to its Dockerfile's."""

@@ -190,3 +190,89 @@ def test_property_parse_returns_exactly_the_prompts(prompts, data, bom, final_ne
         text = text.rstrip("\r\n")
     blob = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")
     assert parse_prompts(blob, "gen.txt") == prompts
+
+
+# ---- bounded input: size limit, regular files only -------------------------------------------
+
+class Endless(io.RawIOBase):
+    """A stream that never ends (like /dev/zero or `yes`), counting the bytes handed out."""
+
+    def __init__(self) -> None:
+        self.given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        buf[:] = b"y\n" * (len(buf) // 2) + b"y" * (len(buf) % 2)
+        self.given += len(buf)
+        return len(buf)
+
+
+def test_default_limit_is_the_settings_default():
+    from nova_queue.prompts import MAX_BYTES
+    from nova_queue.settings import Settings
+
+    assert MAX_BYTES == Settings().max_prompt_bytes == 64 * 1024 * 1024
+
+
+def test_stdin_at_the_limit_is_read_one_byte_more_is_refused():
+    assert read_prompts("-", io.BytesIO(b"ab\ncd\n"), max_bytes=6) == ["ab", "cd"]
+    with pytest.raises(InputError) as info:
+        read_prompts("-", io.BytesIO(b"ab\ncd\ne"), max_bytes=6)
+    assert str(info.value) == ("<stdin>: has more than 6 bytes; the limit is 6 bytes (raise it "
+                               "with --max-bytes or NOVA_MAX_PROMPT_BYTES, or split the prompts)")
+
+
+def test_endless_stdin_stops_at_the_limit():
+    stream = Endless()
+    with pytest.raises(InputError, match="more than 1000000 bytes"):
+        read_prompts("-", io.BufferedReader(stream), max_bytes=1_000_000)
+    assert stream.given <= 1_000_000 + 2 * io.DEFAULT_BUFFER_SIZE + 1024 * 1024
+
+
+def test_file_over_the_limit_is_refused_by_its_size(tmp_path):
+    path = tmp_path / "big.txt"
+    with open(path, "wb") as f:
+        f.truncate(3 * 1024 * 1024 * 1024)  # sparse: 3 GiB that take no disk and are never read
+    with pytest.raises(InputError) as info:
+        read_prompts(str(path))
+    assert str(info.value).startswith(f"{path}: is {3 * 1024 ** 3} bytes; the limit is "
+                                      f"{64 * 1024 * 1024} bytes")
+    path.write_bytes(b"a\nb\n")
+    assert read_prompts(str(path), max_bytes=4) == ["a", "b"]
+    with pytest.raises(InputError, match="is 4 bytes; the limit is 3 bytes"):
+        read_prompts(str(path), max_bytes=3)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_without_a_writer_is_refused_not_waited_for(tmp_path):
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    with pytest.raises(InputError) as info:
+        read_prompts(str(path))
+    assert str(info.value) == (f"{path}: is a FIFO (named pipe), not a regular file; pipe it "
+                               "in with 'enqueue -' to read standard input")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_device_is_refused():
+    with pytest.raises(InputError, match="^/dev/zero: is a device, not a regular file"):
+        read_prompts("/dev/zero")
+
+
+def test_socket_is_refused(tmp_path):
+    import socket
+
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        with pytest.raises(InputError, match="is a socket, not a regular file"):
+            read_prompts(str(path))
+
+
+def test_symlink_to_a_regular_file_is_fine(tmp_path):
+    (tmp_path / "real.txt").write_bytes(b"cat\n")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")
+    assert read_prompts(str(tmp_path / "link.txt")) == ["cat"]

@@ -1,7 +1,8 @@
 """The ``nova-queue`` command: a thin click shim over the library.
 
 Shared options (``base.py``) map straight to the ``NOVA_*`` environment variables that
-:class:`nova_queue.settings.Settings` reads; one module per concern adds its commands.
+:class:`nova_queue.settings.Settings` reads and work before or after the command name;
+one module per concern adds its commands.
 Optional layers (the web app, torch) are imported inside the commands that need them,
 so ``nova-queue --help`` works with only the core installed.
 """
@@ -14,9 +15,10 @@ import click
 
 from nova_queue.cli.base import cli
 from nova_queue.cli.demo import demo
-from nova_queue.cli.jobs import cancel, enqueue, load_scripts, results, status, workers
+from nova_queue.cli.jobs import cancel, enqueue, load_scripts, status, workers
 from nova_queue.cli.model import make_model
 from nova_queue.cli.post import post_worker
+from nova_queue.cli.results import results
 from nova_queue.cli.run import worker
 from nova_queue.cli.web import web
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
 import redis
+from click.core import ParameterSource
 
 from nova_queue import __version__
+from nova_queue.cli.text import visible
 from nova_queue.connection import redact_url
 from nova_queue.errors import NovaError
 from nova_queue.settings import Settings
@@ -49,8 +51,8 @@ pass_ctx = click.make_pass_decorator(Context)
 
 
 def fail(message: str) -> None:
-    """Print one clear line on stderr and exit 1."""
-    click.echo(f"error: {message}", err=True)
+    """Print one clear line on stderr and exit 1 (control characters shown, not obeyed)."""
+    click.echo(f"error: {visible(message)}", err=True)
     sys.exit(1)
 
 
@@ -90,30 +92,92 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="nova-queue")
-@click.option("--redis", "redis_url", envvar=["NOVA_REDIS_URL", "REDIS_URL"], metavar="URL",
-              help="Redis URL (redis://, rediss:// for TLS; credentials in the URL). "
-                   "Env NOVA_REDIS_URL, then REDIS_URL.  [default: redis://localhost:6379/0]")
-@click.option("--store", "store_url", envvar="NOVA_STORE_URL", metavar="URL",
-              help="Result store: file:///abs/path or s3://bucket/prefix. Env NOVA_STORE_URL. "
-                   "[default: file://$NOVA_HOME/.nova/results]")
-@click.option("--namespace", envvar="NOVA_NAMESPACE", metavar="NAME",
-              help="Key namespace. Env NOVA_NAMESPACE.  [default: default]")
-@click.option("--log-level", envvar="NOVA_LOG_LEVEL", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-              help="Log level. Env NOVA_LOG_LEVEL.")
-@click.option("--debug", is_flag=True, envvar="NOVA_DEBUG", help="Show tracebacks.")
-@click.pass_context
-def cli(ctx: click.Context, redis_url: str | None, store_url: str | None,
-        namespace: str | None, log_level: str, debug: bool) -> None:
-    """nova-queue: one compute pool from mixed GPUs and CPUs."""
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+#: The options every command shares: name -> (option declarations, click keyword arguments).
+#: One definition, applied to the group and to each command, listed in this order.
+_SHARED: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "redis_url": (("--redis", "redis_url"), {
+        "envvar": ["NOVA_REDIS_URL", "REDIS_URL"], "metavar": "URL",
+        "help": "Redis URL (redis://, rediss:// for TLS; credentials in the URL). "
+                "Env NOVA_REDIS_URL, then REDIS_URL.  [default: redis://localhost:6379/0]"}),
+    "store_url": (("--store", "store_url"), {
+        "envvar": "NOVA_STORE_URL", "metavar": "URL",
+        "help": "Result store: file:///abs/path or s3://bucket/prefix. Env NOVA_STORE_URL. "
+                "[default: file://$NOVA_HOME/.nova/results]"}),
+    "namespace": (("--namespace",), {
+        "envvar": "NOVA_NAMESPACE", "metavar": "NAME",
+        "help": "Key namespace. Env NOVA_NAMESPACE.  [default: default]"}),
+    "log_level": (("--log-level",), {
+        "envvar": "NOVA_LOG_LEVEL", "default": "INFO", "show_default": True,
+        "type": click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+        "help": "Log level (logs go to stderr). Env NOVA_LOG_LEVEL."}),
+    "debug": (("--debug",), {"is_flag": True, "envvar": "NOVA_DEBUG",
+                             "help": "Show tracebacks. Env NOVA_DEBUG."}),
+}
+#: What commands that run only locally (no Redis, no store) take: the logging options.
+_LOCAL = ("log_level", "debug")
+
+
+def _apply_shared(fn: Callable[..., Any], names: Iterable[str] = tuple(_SHARED)
+                  ) -> Callable[..., Any]:
+    """``fn`` with the shared options ``names`` attached as click options."""
+    for name in reversed([n for n in _SHARED if n in set(names)]):
+        decls, kwargs = _SHARED[name]
+        fn = click.option(*decls, **kwargs)(fn)
+    return fn
+
+
+def _merged(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """Shared option values: given after the command > given before it > env > default."""
+    parent = ctx.parent
+    out = dict(values)
+    for name in values:
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE or parent is None:
+            continue
+        if parent.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            out[name] = parent.params[name]
+    return out
+
+
+def shared_options(*, local: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the shared options (after the command name, as well as before it).
+
+    The wrapped command gets a :class:`Context` as ``click`` object (``pass_ctx``) built
+    from the merged values; ``local`` commands (no Redis) take only the logging options.
+    """
+    names = _LOCAL if local else tuple(_SHARED)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            ctx = click.get_current_context()
+            own = {name: kwargs.pop(name) for name in names}
+            parent = ctx.parent.params if ctx.parent else {}
+            values = {**{n: parent.get(n) for n in _SHARED}, **_merged(ctx, own)}
+            ctx.obj = _make_context(values)
+            return fn(*args, **kwargs)
+
+        return _apply_shared(wrapper, names)
+
+    return decorate
+
+
+def _make_context(values: dict[str, Any]) -> Context:
+    logging.basicConfig(level=str(values["log_level"] or "INFO").upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        settings = Settings.from_env(redis_url=redis_url, store_url=store_url,
-                                     namespace=namespace)
+        settings = Settings.from_env(redis_url=values["redis_url"],
+                                     store_url=values["store_url"],
+                                     namespace=values["namespace"])
     except NovaError as exc:
         fail(str(exc))
-    ctx.obj = Context(settings, debug)
+    return Context(settings, bool(values["debug"]))
 
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="nova-queue")
+@_apply_shared
+def cli(**_shared: Any) -> None:
+    """nova-queue: one compute pool from mixed GPUs and CPUs.
+
+    The options below work before or after the command name (after wins).
+    """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from nova_queue.cli.base import fail, handle_errors
+from nova_queue.cli.base import fail, handle_errors, shared_options
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -34,6 +34,7 @@ def _interrupt(signum: int, frame: object) -> None:
               help="txt2img model folder (e.g. from nova-queue make-model DIR).")
 @click.option("--exit-when-done", is_flag=True,
               help="Exit (0 on success) when the job is complete, stopping everything.")
+@shared_options(local=True)
 @handle_errors
 def demo(workers: int, prompts: int, data: Path | None, port: int, no_browser: bool,
          kill_one: bool, app: str, model: str | None, exit_when_done: bool) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from nova_queue.cli.base import fail, handle_errors
+from nova_queue.cli.base import fail, handle_errors, shared_options
 
 
 @click.command("make-model")
@@ -16,6 +16,7 @@ from nova_queue.cli.base import fail, handle_errors
               help="The real SD-Turbo (SD 2.1-base) architecture (~1.3 B parameters, ~5 GB, "
                    "minutes to build) for measuring true GPU throughput. Default: tiny.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Weight initialisation seed.")
+@shared_options(local=True)
 @handle_errors
 def make_model(out_dir: Path, full_size: bool, seed: int) -> None:
     """Write a random-weight txt2img model to OUT_DIR, loadable with -p model=OUT_DIR.

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from nova_queue.cli.base import Context, handle_errors, pass_ctx
+from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 
 
 @click.command("post-worker")
@@ -16,6 +16,7 @@ from nova_queue.cli.base import Context, handle_errors, pass_ctx
 @click.option("--sweep-interval-s", type=click.FloatRange(min=0.1), default=5.0,
               show_default=True, help="Seconds between sweeps of the finished-jobs outbox.")
 @click.option("--name", default=None, help="RQ worker name [default: random].")
+@shared_options()
 @pass_ctx
 @handle_errors
 def post_worker(ctx: Context, burst: bool, sweep_interval_s: float, name: str | None) -> None:

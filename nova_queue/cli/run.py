@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from nova_queue.cli.base import Context, handle_errors, pass_ctx
+from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import parse_pairs
 
 
@@ -29,6 +29,7 @@ from nova_queue.cli.options import parse_pairs
               help="App option, repeatable (e.g. -o model=/models/sd-turbo -o compile=1).")
 @click.option("--no-benchmark", is_flag=True,
               help="Skip the startup benchmark (the worker explores instead).")
+@shared_options()
 @pass_ctx
 @handle_errors
 def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, slowdown: float,

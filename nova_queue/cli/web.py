@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nova_queue.cli.base import Context, fail, handle_errors, pass_ctx
+from nova_queue.cli.base import Context, fail, handle_errors, pass_ctx, shared_options
 
 INSTALL_HINT = "the web app needs Flask: pip install 'nova-queue[web]'"
 _WEB_DEPENDENCIES = ("flask", "flask_sock", "simple_websocket", "prometheus_client", "werkzeug")
@@ -15,6 +15,7 @@ _WEB_DEPENDENCIES = ("flask", "flask_sock", "simple_websocket", "prometheus_clie
               help="Address to listen on (0.0.0.0 for every interface). Env NOVA_WEB_HOST.")
 @click.option("--port", envvar="NOVA_WEB_PORT", default=8000, show_default=True,
               type=click.IntRange(0, 65535), help="TCP port (0: any free one). Env NOVA_WEB_PORT.")
+@shared_options()
 @pass_ctx
 @handle_errors
 def web(ctx: Context, host: str, port: int) -> None:
