@@ -35,6 +35,7 @@ from nova_queue.stores import ResultStore
 from nova_queue.web import (
     api,
     auth,
+    forms,
     live,
     metrics,
     results,
@@ -117,6 +118,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *,
     sock.init_app(app)
     security.init_app(app)
     auth.init_app(app)
+    forms.init_app(app)
     app.jinja_env.filters.update(seconds=fmt_seconds, bytes=fmt_bytes, backend=backend_label)
     for module in (views_jobs, views_workers, views_events, views_failed, api, live, results,
                    metrics):
