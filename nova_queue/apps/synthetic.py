@@ -3,11 +3,11 @@
 Each task hashes (SHA-256, chained over the prompt) until ``seconds × slowdown`` of wall
 time has passed, then renders a small card with the prompt, backend, worker, job and task.
 ``seconds`` is the task's duration on a reference (1×) machine; a worker started with
-``--slowdown F`` simulates hardware F times slower by working F times longer. Card text
-is drawn with an installed font that has the prompt's glyphs (:data:`FONT_FILES`: DejaVu,
-Noto Sans CJK), else with Pillow's default font (Latin only: other scripts show boxes). A task's cost
+``--slowdown F`` simulates hardware F times slower by working F times longer. A task's cost
 is its ``seconds`` (floored at 1 ms), so a worker's speed estimate for this app reads as
 wall seconds per reference second: about 1.0 on a 1× worker, F with ``--slowdown F``.
+Card text is drawn with an installed font that has its glyphs (:data:`FONT_FILES`: DejaVu,
+Noto Sans CJK), else with Pillow's default font (Latin only: other scripts show boxes).
 
 Params (``-p key=value``):
 
