@@ -209,3 +209,30 @@ def test_gallery_says_live_when_no_worker_serves_the_app(browser_page, live_serv
     assert "Tasks wait until one joins" in note.text_content()
     assert page.evaluate("() => window.__marker") == 1  # no reload
     assert page.errors == []  # no CSP violations
+
+
+def test_unlocking_on_a_crafted_404_page_stays_on_this_site(browser_page, live_server):
+    from web_helpers import WEB_TOKEN
+
+    page = browser_page
+    # the link a phisher sends: a 404 whose path, once the browser drops the tab, would
+    # have made the unlock form redirect to //evil.example/phish
+    resp = page.goto(f"{live_server}/%09/evil.example/phish")
+    assert resp is not None and resp.status == 404
+    assert page.locator('form.unlock input[name="next"]').get_attribute("value") == "/"
+    page.fill('form.unlock input[name="token"]', WEB_TOKEN)
+    with page.expect_navigation():
+        page.click("form.unlock button")
+    assert page.url == f"{live_server}/"
+    assert page.locator("header form button", has_text="Lock").is_visible()
+    # a hand-made form posting the hostile next directly is sent home as well
+    with page.expect_navigation():
+        page.evaluate("""(target) => {
+            const f = document.querySelector('header form');
+            f.querySelector('input[name="next"]').value = target;
+            f.submit();
+        }""", "/\t/evil.example/phish")
+    assert page.url == f"{live_server}/"
+    assert page.locator("form.unlock button").is_visible()  # that was the Lock form
+    # the console reports the 404 page itself; nothing else
+    assert [e for e in page.errors if "status of 404" not in e] == []
