@@ -7,7 +7,8 @@ from that same prefix; all other keys arrive in ``KEYS``.
 
 Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
 Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
-G register, D deregister, T retry, A abort (complete_claim writes as K, then as C). Readers: W worker runtime, U CLI/API,
+G register, D deregister, T retry, A abort (complete_claim writes as K, then as C), and B the
+web gallery (its own unlock state, nothing else). Readers: W worker runtime, U CLI/API,
 B web gallery, M metrics, Q post-processing.
 
 ======================================  =======  ===  =================  ========
@@ -34,6 +35,8 @@ nova:{ns}:app:<app>:workers             set      -    G P D              B
 nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
 nova:{ns}:meta                          hash     -    C R P              C R P
 nova:{ns}:events                        stream   -    all writers        B U
+nova:{ns}:web:session:<digest>          string   TTL  B                  B
+nova:{ns}:web:fails:<client>            string   TTL  B                  B
 ======================================  =======  ===  =================  ========
 
 Fields and members:
@@ -70,6 +73,11 @@ Fields and members:
 - ``events``: ``XADD`` with ``MAXLEN ~``; fields ``type`` (enqueued claimed completed
   stale_rejected failed requeued cancelled job_finished job_cancelled worker_joined
   worker_left worker_lost) ``job task worker`` and type-specific fields.
+- ``web:session:<digest>``: a gallery session with write access; ``<digest>`` is the
+  SHA-256 (hex) of the random nonce in the session cookie, the value an HMAC of the web
+  token under the gallery's secret (a changed token no longer matches); TTL: the unlock
+  lifetime. ``web:fails:<client>``: unlock attempts of one client address (IPv6: its /64)
+  in the current window, TTL: the window (``web/auth.py``).
 """
 
 from __future__ import annotations
@@ -160,6 +168,13 @@ class Keyspace:
 
     def events(self) -> str:
         return self._k("events")
+
+    # the web gallery's own state
+    def web_session(self, digest: str) -> str:
+        return self._k("web", "session", digest)
+
+    def web_unlock_fails(self, client: str) -> str:
+        return self._k("web", "fails", client)
 
 
 def task_id(job_id: str, index: int) -> str:

@@ -51,9 +51,15 @@ class Settings:
     #: Extra origins (comma-separated, ``https://gallery.example``) allowed to open the
     #: gallery's WebSockets besides its own host. Env ``NOVA_WEB_ALLOWED_ORIGINS``.
     web_allowed_origins: str = ""
-    #: Host names the gallery answers to (comma-separated; empty: any), against DNS
-    #: rebinding. Env ``NOVA_WEB_TRUSTED_HOSTS``.
+    #: Host names the gallery answers to (comma-separated), against DNS rebinding. Empty:
+    #: only loopback names (localhost, 127.0.0.1, [::1]) when it listens on a loopback
+    #: address, any name otherwise. Env ``NOVA_WEB_TRUSTED_HOSTS``.
     web_trusted_hosts: str = ""
+    #: Reverse proxies in front of the gallery whose ``X-Forwarded-For``, ``-Proto`` and
+    #: ``-Host`` headers it trusts (werkzeug's ProxyFix): the client address the unlock rate
+    #: limit counts and HTTPS (``Secure`` cookies) then come from them. 0 trusts none.
+    #: Env ``NOVA_WEB_PROXY_HOPS``.
+    web_proxy_hops: int = 0
     #: Largest request (prompt upload) the gallery accepts. Env ``NOVA_WEB_MAX_UPLOAD_BYTES``.
     web_max_upload_bytes: int = 2 * 1024 * 1024
     #: Largest prompts input ``nova-queue enqueue`` reads (file or stdin), in bytes; more is

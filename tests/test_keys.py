@@ -29,6 +29,8 @@ BUILT = {
     "nova:{ns}:app:<app>:fleet": K.app_fleet("A"),
     "nova:{ns}:meta": K.meta(),
     "nova:{ns}:events": K.events(),
+    "nova:{ns}:web:session:<digest>": K.web_session("D"),
+    "nova:{ns}:web:fails:<client>": K.web_unlock_fails("C"),
 }
 
 
@@ -43,7 +45,8 @@ def test_every_documented_key_is_built_and_nothing_else():
 def test_key_strings_match_their_templates():
     for template, built in BUILT.items():
         expected = (template.replace("{ns}", "{ns1}").replace("<job>", "J")
-                    .replace("<index>", "7").replace("<app>", "A").replace("<wid>", "W"))
+                    .replace("<index>", "7").replace("<app>", "A").replace("<wid>", "W")
+                    .replace("<digest>", "D").replace("<client>", "C"))
         assert built == expected
 
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
 from helpers import set_speed
-from nova_queue import Settings, TaskSpec
+from prometheus_client.parser import text_string_to_metric_families
 from web_helpers import StandInWorker, enqueue
 
+from nova_queue import Settings, TaskSpec
 
 
 def roundtrip(value):
@@ -33,7 +32,8 @@ def busy(nova, store):
 
 def test_job_api_equals_status_json(client, nova, busy):
     job, other = busy
-    assert client.get(f"/api/jobs/{job}").get_json() == roundtrip(nova.job(job).to_json())
+    assert client.get(f"/api/jobs/{job}").get_json() == {**roundtrip(nova.job(job).to_json()),
+                                                          "eligible_workers": 1}
     listed = client.get("/api/jobs").get_json()
     assert listed == roundtrip([j.to_json(with_tasks=False) for j in nova.jobs()])
     assert [j["job_id"] for j in listed] == [other, job]
@@ -129,8 +129,9 @@ def test_metrics_names_units_and_labels(client, nova, busy):
 
 
 def test_metrics_and_pages_when_redis_is_down(tmp_path):
-    from nova_queue.web import create_app
     from redis_fixtures import free_port
+
+    from nova_queue.web import create_app
 
     settings = Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0",
                         store_url=(tmp_path / "s").as_uri())
@@ -143,3 +144,13 @@ def test_metrics_and_pages_when_redis_is_down(tmp_path):
     assert page.status_code == 503 and "Redis is unreachable" in page.get_data(as_text=True)
     assert c.get("/api/jobs").status_code == 503
     down.extensions["nova"].close()
+
+
+def test_job_api_counts_eligible_workers(client, nova, store):
+    job = nova.enqueue("txt2img", [TaskSpec("a castle")])
+    StandInWorker(nova, store, "w-syn", name="syn")
+    assert client.get(f"/api/jobs/{job}").get_json()["eligible_workers"] == 0
+    nova.register_worker("w-gpu", {"name": "gpu", "backend": "cuda"}, ("txt2img", "synthetic"))
+    assert client.get(f"/api/jobs/{job}").get_json()["eligible_workers"] == 1
+    live = client.get(f"/api/live/jobs/{job}").get_json()
+    assert live["job"]["eligible_workers"] == 1 and live["job"]["workers_text"] == ""

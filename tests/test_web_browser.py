@@ -1,24 +1,22 @@
 """A real headless Chromium watches a job's gallery fill live, without a reload.
 
 Needs Debian's ``/usr/bin/chromium`` (``playwright install`` cannot download browsers
-here); skipped without it. The screenshot goes to ``test-artifacts/gallery.png``; with
-``NOVA_UPDATE_SCREENSHOT=1`` it also replaces ``docs/gallery.png`` for the README.
+here); skipped without it. The screenshot of the hostile-prompt job goes to
+``test-artifacts/gallery.png`` (the README's ``docs/gallery.png`` is a demo job, made by
+``scripts/gallery_screenshot.py``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
-
 from web_helpers import StandInWorker, enqueue
-
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parent.parent
@@ -150,10 +148,7 @@ def test_gallery_fills_live_with_backend_tags_and_runs_no_user_script(
     assert story.count("completed by") == len(PROMPTS)
     assert page.errors == []  # no CSP violations, no script errors
 
-    shot = save_screenshot(page, "gallery.png")
-    if os.environ.get("NOVA_UPDATE_SCREENSHOT") == "1":
-        (REPO / "docs").mkdir(exist_ok=True)
-        shutil.copyfile(shot, REPO / "docs" / "gallery.png")
+    save_screenshot(page, "gallery.png")
 
 
 def test_polling_fallback_fills_the_grid_without_websockets(browser_page, live_server, nova,
@@ -193,3 +188,51 @@ def test_jobs_and_workers_pages_update_live(browser_page, live_server, nova, sto
     assert page.locator("#fleet .badge.backend").all_text_contents() == ["ROCm"]
     assert page.evaluate("() => window.__marker") == 2
     assert page.errors == []
+
+
+def test_gallery_says_live_when_no_worker_serves_the_app(browser_page, live_server, nova):
+    from nova_queue import TaskSpec
+
+    page = browser_page
+    job = nova.enqueue("txt2img", [TaskSpec("a castle"), TaskSpec("a moat")])
+    page.goto(f"{live_server}/jobs/{job}")
+    note = page.locator('#job [data-f="workers_text"]')
+    assert note.is_visible()
+    assert note.text_content().startswith("No live worker serves app 'txt2img'")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'live'", timeout=10_000)
+    page.evaluate("() => { window.__marker = 1; }")
+    nova.register_worker("w-gpu", {"name": "gpu", "backend": "cuda"}, ("txt2img",))
+    note.wait_for(state="hidden", timeout=10_000)
+    nova.deregister_worker("w-gpu")
+    note.wait_for(state="visible", timeout=10_000)
+    assert "Tasks wait until one joins" in note.text_content()
+    assert page.evaluate("() => window.__marker") == 1  # no reload
+    assert page.errors == []  # no CSP violations
+
+
+def test_unlocking_on_a_crafted_404_page_stays_on_this_site(browser_page, live_server):
+    from web_helpers import WEB_TOKEN
+
+    page = browser_page
+    # the link a phisher sends: a 404 whose path, once the browser drops the tab, would
+    # have made the unlock form redirect to //evil.example/phish
+    resp = page.goto(f"{live_server}/%09/evil.example/phish")
+    assert resp is not None and resp.status == 404
+    assert page.locator('form.unlock input[name="next"]').get_attribute("value") == "/"
+    page.fill('form.unlock input[name="token"]', WEB_TOKEN)
+    with page.expect_navigation():
+        page.click("form.unlock button")
+    assert page.url == f"{live_server}/"
+    assert page.locator("header form button", has_text="Lock").is_visible()
+    # a hand-made form posting the hostile next directly is sent home as well
+    with page.expect_navigation():
+        page.evaluate("""(target) => {
+            const f = document.querySelector('header form');
+            f.querySelector('input[name="next"]').value = target;
+            f.submit();
+        }""", "/\t/evil.example/phish")
+    assert page.url == f"{live_server}/"
+    assert page.locator("form.unlock button").is_visible()  # that was the Lock form
+    # the console reports the 404 page itself; nothing else
+    assert [e for e in page.errors if "status of 404" not in e] == []

@@ -9,9 +9,7 @@ import urllib.request
 
 import pytest
 import websocket
-
 from web_helpers import StandInWorker, enqueue
-
 
 TIMEOUT_S = 10.0
 
@@ -146,3 +144,22 @@ def test_origin_is_checked_on_connect(live_server, app, nova):
     ws = connect(live_server, "/ws/events", origin="https://gallery.example")
     assert recv(ws)["type"] == "snapshot"
     ws.close()
+
+
+def test_job_socket_tells_when_a_worker_for_its_app_joins_and_leaves(live_server, nova):
+    from nova_queue import TaskSpec
+
+    job = nova.enqueue("txt2img", [TaskSpec("a castle")])
+    ws = connect(live_server, f"/ws/jobs/{job}")
+    try:
+        snap = recv(ws)
+        assert snap["job"]["eligible_workers"] == 0
+        assert snap["job"]["workers_text"].startswith("No live worker serves app 'txt2img'")
+        nova.register_worker("w-gpu", {"name": "gpu", "backend": "cuda"}, ("txt2img",))
+        msgs = recv_until(ws, lambda m: (m.get("job") or {}).get("eligible_workers") == 1)
+        assert msgs[-1]["job"]["workers_text"] == "" and msgs[-1]["events"] == []
+        nova.deregister_worker("w-gpu")
+        msgs = recv_until(ws, lambda m: (m.get("job") or {}).get("eligible_workers") == 0)
+        assert "Tasks wait until one joins" in msgs[-1]["job"]["workers_text"]
+    finally:
+        ws.close()

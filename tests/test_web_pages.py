@@ -6,15 +6,14 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from helpers import expire_worker
+from web_helpers import XSS, XSS_ESCAPED, StandInWorker, enqueue, unsafe_markup
+
 from nova_queue import TaskSpec
 from nova_queue.errors import StaleResultError
 from nova_queue.models import JobStatus
 from nova_queue.stores import artifact_key
 from nova_queue.web.present import eta_s
-from web_helpers import XSS, XSS_ESCAPED, StandInWorker, enqueue, unsafe_markup
-
 
 BIDI = "abc\u202egnp.exe\u2066x\u2069 \u200f\u061c"
 
@@ -179,3 +178,39 @@ def test_large_jobs_are_paged(client, nova):
     assert "earlier tasks" in last and "later tasks" not in last
     assert client.get(f"/jobs/{job}?start=-1").status_code == 200
     assert client.get(f"/jobs/{job}?start=abc").status_code == 400
+
+
+def workers_note(html: str) -> tuple[bool, str]:
+    """(hidden?, text) of the job page's "no live worker" note."""
+    m = re.search(r'<p class="alert warn" role="status" data-f="workers_text" ?(hidden)?>'
+                  r'(.*?)</p>', html, re.DOTALL)
+    assert m, "the job page has no workers note"
+    return bool(m.group(1)), m.group(2)
+
+
+def test_job_page_says_when_no_live_worker_serves_its_app(client, nova, store):
+    job = nova.enqueue("txt2img", [TaskSpec("a castle"), TaskSpec("a moat")])
+    hidden, text = workers_note(client.get(f"/jobs/{job}").get_data(as_text=True))
+    assert not hidden
+    assert text == ("No live worker serves app &#39;txt2img&#39; — no worker is live right "
+                    "now. Tasks wait until one joins (nova-queue worker --app txt2img).")
+    StandInWorker(nova, store, "w-syn", name="syn")
+    StandInWorker(nova, store, "w-syn2", name="syn2")
+    hidden, text = workers_note(client.get(f"/jobs/{job}").get_data(as_text=True))
+    assert not hidden and "live workers serve: synthetic (2). Tasks wait" in text
+    # a synthetic job on the same page shows nothing
+    served = enqueue(nova, ["fine"])
+    assert workers_note(client.get(f"/jobs/{served}").get_data(as_text=True)) == (True, "")
+    # a worker for the app joins: the note goes (on reload; live in test_web_live.py)
+    nova.register_worker("w-gpu", {"name": "gpu", "backend": "cuda"}, ("txt2img",))
+    assert workers_note(client.get(f"/jobs/{job}").get_data(as_text=True)) == (True, "")
+    # ... and comes back when it is lost
+    expire_worker(nova, "w-gpu")
+    hidden, text = workers_note(client.get(f"/jobs/{job}").get_data(as_text=True))
+    assert not hidden and "No live worker serves app &#39;txt2img&#39;" in text
+
+
+def test_finished_job_shows_no_worker_note(client, nova, store):
+    job = nova.enqueue("txt2img", [TaskSpec("x")])
+    nova.cancel(job)
+    assert workers_note(client.get(f"/jobs/{job}").get_data(as_text=True)) == (True, "")

@@ -8,11 +8,10 @@ import urllib.request
 
 import pytest
 from PIL import Image
+from web_helpers import StandInWorker, enqueue
 
 from nova_queue import Settings
 from nova_queue.stores import artifact_key, open_store
-from web_helpers import StandInWorker, enqueue
-
 
 
 @pytest.fixture

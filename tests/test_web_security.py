@@ -7,11 +7,10 @@ import io
 import re
 
 import pytest
+from web_helpers import WEB_TOKEN, StandInWorker, csrf_of, enqueue
 
 from nova_queue import Settings
 from nova_queue.web.security import origin_allowed
-from web_helpers import WEB_TOKEN, StandInWorker, csrf_of, enqueue
-
 
 
 def post_job(client, *, token: str | None = WEB_TOKEN, csrf: str | None = "auto", **fields):
@@ -193,3 +192,63 @@ def test_trusted_hosts_refuse_other_host_headers(web_settings):
     assert resp.status_code == 400 and b"untrusted host" in resp.data
     assert "ws://" not in resp.headers["Content-Security-Policy"]
     app.extensions["nova"].close()
+
+
+def multipart(fields: dict[str, bytes], boundary: str = "nova-test-boundary") -> tuple[bytes, str]:
+    """A raw multipart body (the bytes exactly as given: no re-encoding)."""
+    parts = [b"--" + boundary.encode() + b'\r\nContent-Disposition: form-data; name="'
+             + name.encode() + b'"\r\n\r\n' + value + b"\r\n" for name, value in fields.items()]
+    body = b"".join(parts) + b"--" + boundary.encode() + b"--\r\n"
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+@pytest.mark.parametrize("field, raw, expected", [
+    ("prompts", b"fine\nbroken \xff here\n", "prompts box:2: invalid UTF-8 (byte 0xff at offset 12)"),
+    ("params", b"seconds=0\nsize=\xc3(", "params:2: invalid UTF-8 (byte 0xc3 at offset 15)"),
+    ("name", b"caf\xe9", "form field &#39;name&#39;:1: invalid UTF-8 (byte 0xe9"),
+])
+def test_invalid_utf8_in_a_multipart_form_is_refused_by_field(client, nova, field, raw,
+                                                               expected):
+    fields = {"app": b"synthetic", "prompts": b"ok", "params": b"", "name": b"",
+              "priority": b"0", "csrf_token": csrf_of(client).encode(),
+              "token": WEB_TOKEN.encode(), field: raw}
+    body, content_type = multipart(fields)
+    resp = client.post("/", data=body, content_type=content_type)
+    html = resp.get_data(as_text=True)
+    assert resp.status_code == 400 and expected in html, html[-800:]
+    assert "\ufffd" not in html
+    assert nova.jobs() == []
+
+
+def test_invalid_utf8_in_an_urlencoded_form_is_refused_by_field(client, nova):
+    csrf = csrf_of(client)
+    for body, expected in (
+            (b"prompts=a%0Ab%FFc", "prompts box:2: invalid UTF-8 (byte 0xff at offset 3)"),
+            (b"prompts=ok&name=\xff\xfe", "form field &#39;name&#39;:1: invalid UTF-8")):
+        resp = client.post("/", data=body + f"&app=synthetic&token={WEB_TOKEN}"
+                           f"&csrf_token={csrf}".encode(),
+                           content_type="application/x-www-form-urlencoded")
+        html = resp.get_data(as_text=True)
+        assert resp.status_code == 400 and expected in html, html[-800:]
+        assert "%FF" not in html
+    assert nova.jobs() == []
+    # a literal "%FF" typed by someone (sent as %25FF) is text, and is accepted
+    resp = client.post("/", data=f"app=synthetic&prompts=100%25FF+sure&params=seconds%3D0"
+                       f"&token={WEB_TOKEN}&csrf_token={csrf}".encode(),
+                       content_type="application/x-www-form-urlencoded")
+    assert resp.status_code == 303
+    [job] = nova.jobs()
+    assert [t.input for t in nova.job(job.job_id).tasks] == ["100%FF sure"]
+
+
+def test_invalid_utf8_in_other_forms_is_refused_too(client, nova):
+    body = f"task=j%FF:1&csrf_token={csrf_of(client)}".encode()
+    resp = client.post("/failed/retry", data=body,
+                       content_type="application/x-www-form-urlencoded")
+    assert resp.status_code == 400
+    assert "form field &#39;task&#39;:1: invalid UTF-8" in resp.get_data(as_text=True)
+    resp = client.post("/api/jobs", data=b"x=%FF",
+                       content_type="application/x-www-form-urlencoded")
+    assert resp.status_code == 400
+    assert resp.get_json() == {"error": "form field 'x':1: invalid UTF-8 (byte 0xff at offset "
+                                        "0); send the form as UTF-8 text"}

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from web_helpers import WEB_TOKEN
 
 from nova_queue import Settings
 from nova_queue.stores import FileStore, ResultStore
-from web_helpers import WEB_TOKEN
 
 
 @pytest.fixture

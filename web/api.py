@@ -1,7 +1,8 @@
 """The JSON API: the same shapes the CLI prints with ``--json``.
 
 - ``/api/jobs?limit=N``: recent jobs, ``JobStatus.to_json(with_tasks=False)`` each.
-- ``/api/jobs/<id>``: ``JobStatus.to_json()`` (what ``status --json`` prints).
+- ``/api/jobs/<id>``: ``JobStatus.to_json()`` (what ``status --json`` prints) plus
+  ``eligible_workers``: how many live workers serve its app (0: its tasks wait).
 - ``/api/workers``: ``WorkerInfo.to_json()`` each.
 - ``/api/events?after=ID&job=JOB&count=N``: ``Event.to_json()`` each, oldest first;
   without ``after`` the newest ``count``.
@@ -47,11 +48,13 @@ def jobs() -> Any:
 
 @bp.get("/jobs/<job_id>")
 def job(job_id: str) -> Any:
-    """One job with its tasks."""
+    """One job with its tasks and how many live workers can run it."""
     try:
-        return jsonify(nova.client.job(job_id).to_json())
+        status = nova.client.job(job_id)
     except JobNotFoundError as exc:
         abort(404, str(exc))
+    return jsonify({**status.to_json(),
+                    "eligible_workers": len(nova.client.eligible_workers(status.app))})
 
 
 @bp.get("/workers")

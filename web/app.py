@@ -4,8 +4,9 @@ Configuration comes from :class:`nova_queue.settings.Settings`: Redis, namespace
 ``NOVA_WEB_TOKEN`` (submission; read-only without), ``NOVA_S3_PUBLIC_ENDPOINT``, and the
 web fields ``NOVA_WEB_SECRET`` (signs session cookies; **several web replicas behind one
 address must share one**), ``NOVA_WEB_ALLOWED_ORIGINS`` (extra WebSocket origins),
-``NOVA_WEB_TRUSTED_HOSTS`` (host allow-list against DNS rebinding) and
-``NOVA_WEB_MAX_UPLOAD_BYTES``.
+``NOVA_WEB_TRUSTED_HOSTS`` (host allow-list against DNS rebinding; when empty and the app
+listens on a loopback address, only loopback names), ``NOVA_WEB_PROXY_HOPS`` (trusted
+``X-Forwarded-*`` headers) and ``NOVA_WEB_MAX_UPLOAD_BYTES``.
 
 All state lives in Redis, so the process can restart at any time. ``serve`` runs
 werkzeug's threaded server (one thread per connection; a WebSocket holds one); for more
@@ -14,6 +15,7 @@ load run ``create_app()`` under gunicorn with ``--worker-class gthread --threads
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import secrets
 import socket
@@ -23,14 +25,17 @@ from typing import Any
 import redis
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException, SecurityError
+from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
 
 from nova_queue.client import NovaClient
-from nova_queue.errors import NovaError
+from nova_queue.errors import ConfigError, NovaError
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
 from nova_queue.web import (
     api,
+    auth,
+    forms,
     live,
     metrics,
     results,
@@ -45,15 +50,46 @@ from nova_queue.web.text import backend_label, fmt_bytes, fmt_seconds, visible_b
 
 log = logging.getLogger(__name__)
 
+#: The host names a gallery listening on a loopback address answers to by default (with any
+#: port; see ``security.host_trusted``).
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
 def _origins(raw: str) -> list[str]:
     return [o.strip() for o in raw.split(",") if o.strip()]
 
 
+def is_loopback(host: str) -> bool:
+    """Whether a listen address is a loopback one (``localhost``, 127.0.0.0/8, ``::1``)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def trusted_hosts(settings: Settings, bind_host: str | None = None) -> list[str] | None:
+    """``NOVA_WEB_TRUSTED_HOSTS``; when empty, the loopback names if the app listens on a
+    loopback address; else None (any host)."""
+    configured = _origins(settings.web_trusted_hosts)
+    if configured:
+        return configured
+    if bind_host is not None and is_loopback(bind_host):
+        return list(LOOPBACK_HOSTS)
+    return None
+
+
 def create_app(test_config: Mapping[str, Any] | None = None, *,
                settings: Settings | None = None, client: NovaClient | None = None,
-               store: ResultStore | None = None) -> Flask:
-    """Build the web app; ``test_config`` overrides Flask config keys."""
+               store: ResultStore | None = None, bind_host: str | None = None) -> Flask:
+    """Build the web app; ``test_config`` overrides Flask config keys. ``bind_host`` is the
+    address it will listen on (unknown under gunicorn): a loopback one restricts the
+    trusted host names to loopback ones unless ``NOVA_WEB_TRUSTED_HOSTS`` is set."""
     settings = settings or Settings.from_env()
+    if settings.web_proxy_hops < 0:
+        raise ConfigError("NOVA_WEB_PROXY_HOPS must be 0 or more")
     app = Flask(__name__)
     app.config.from_mapping(
         SECRET_KEY=settings.web_secret or None,
@@ -61,7 +97,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         NOVA_WEB_ALLOWED_ORIGINS=_origins(settings.web_allowed_origins),
-        TRUSTED_HOSTS=_origins(settings.web_trusted_hosts) or None,
+        NOVA_WEB_TRUSTED_HOSTS=trusted_hosts(settings, bind_host),
         SOCK_SERVER_OPTIONS={"ping_interval": 25, "max_message_size": 4096},
         NOVA_SETTINGS=settings,
     )
@@ -74,9 +110,15 @@ def create_app(test_config: Mapping[str, Any] | None = None, *,
     # Every {{ value }} in a template shows bidi controls as visible markers.
     app.jinja_options = {**app.jinja_options, "finalize": visible_bidi}
 
+    if settings.web_proxy_hops:
+        hops = settings.web_proxy_hops
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
     nova.init_app(app, client=client, store=store)
     sock.init_app(app)
     security.init_app(app)
+    auth.init_app(app)
+    forms.init_app(app)
     app.jinja_env.filters.update(seconds=fmt_seconds, bytes=fmt_bytes, backend=backend_label)
     for module in (views_jobs, views_workers, views_events, views_failed, api, live, results,
                    metrics):
@@ -133,8 +175,8 @@ def make_web_server(settings: Settings, host: str = "127.0.0.1", port: int = 800
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(get_sockaddr(host, port, family))
         sock.listen(128)
-        return make_server(host, port, app or create_app(settings=settings), threaded=True,
-                           fd=sock.fileno())
+        app = app or create_app(settings=settings, bind_host=host)
+        return make_server(host, port, app, threaded=True, fd=sock.fileno())
     finally:
         sock.close()  # the server holds its own duplicate of the socket
 
@@ -142,7 +184,7 @@ def make_web_server(settings: Settings, host: str = "127.0.0.1", port: int = 800
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, *,
           on_ready: Callable[[int], None] | None = None) -> None:
     """Serve until interrupted; ``on_ready`` gets the bound port (useful with port 0)."""
-    app = create_app(settings=settings)
+    app = create_app(settings=settings, bind_host=host)
     server = make_web_server(settings, host, port, app)
     log.debug("nova-queue web serving on http://%s:%d", host, server.port)
     if on_ready is not None:

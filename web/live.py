@@ -71,7 +71,7 @@ def _pump(ws: Any, first: dict[str, Any], feed: JobFeed | EventsFeed) -> None:
             continue
         last = events[-1].id
         msg = feed.delta(events, last)
-        if msg["events"] or msg.get("tasks") or msg.get("jobs"):
+        if msg["events"] or msg.get("tasks") or msg.get("jobs") or msg.get("job"):
             ws.send(json.dumps(msg))
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from nova_queue.client import NovaClient
 from nova_queue.errors import JobNotFoundError
-from nova_queue.models import Event
-from nova_queue.web.present import event_view, job_summary, task_view
+from nova_queue.models import Event, JobStatus
+from nova_queue.web.present import event_view, job_summary, no_worker_text, task_view
 
 #: Events in a snapshot's timeline.
 EVENTS_SHOWN = 200
@@ -32,6 +32,8 @@ MAX_CATCH_UP = 2000
 #: Tasks per gallery page.
 PAGE_SIZE = 500
 _ID_RE = re.compile(r"^(\d{1,20})-(\d{1,20})$")
+#: Events that change which workers can run a job (a gallery re-checks its app then).
+FLEET_EVENTS = frozenset({"worker_joined", "worker_left", "worker_lost"})
 
 
 def parse_event_id(value: str | None) -> tuple[int, int] | None:
@@ -81,23 +83,36 @@ class JobFeed:
     def _tasks(self, lo: int, hi: int) -> list[dict[str, Any]]:
         return [task_view(t, self.result_url) for t in self.client.tasks(self.job_id, lo, hi)]
 
+    def _job(self, job: JobStatus) -> dict[str, Any]:
+        """The job summary plus who can run it: ``eligible_workers`` (live workers serving
+        its app) and ``workers_text`` (a warning while none does and work remains)."""
+        view = job_summary(job, self.client.server_time_ms())
+        eligible = len(self.client.eligible_workers(job.app))
+        waiting = not job.finished and job.pending + job.leased > 0
+        view["eligible_workers"] = eligible
+        view["workers_text"] = (no_worker_text(job.app, self.client.live_apps())
+                                if waiting and not eligible else "")
+        return view
+
     def snapshot(self) -> dict[str, Any]:
         """Everything the page shows; raises JobNotFoundError for an unknown job."""
         last_id = self.client.last_event_id()
         job = self.client.job(self.job_id, with_tasks=False)
         self.stop = min(self.stop, job.total)
         events = self.client.recent_events(EVENTS_SHOWN, job_id=self.job_id)
-        return {"type": "snapshot", "last_id": last_id,
-                "job": job_summary(job, self.client.server_time_ms()),
+        return {"type": "snapshot", "last_id": last_id, "job": self._job(job),
                 "window": [self.start, self.stop], "tasks": self._tasks(self.start, self.stop),
                 "events": event_views(self.client, events)}
 
     def delta(self, events: Sequence[Event], last_id: str) -> dict[str, Any]:
-        """The job's events among ``events`` and the state they touched."""
+        """The job's events among ``events`` and the state they touched; workers joining or
+        leaving refresh the job (whether anyone can run it)."""
         mine = [e for e in events if e.fields.get("job") == self.job_id]
         msg: dict[str, Any] = {"type": "delta", "last_id": last_id, "events": [], "tasks": [],
                                "job": None}
         if not mine:
+            if any(e.type in FLEET_EVENTS for e in events):
+                msg["job"] = self._job(self.client.job(self.job_id, with_tasks=False))
             return msg
         job = self.client.job(self.job_id, with_tasks=False)
         self.stop = min(max(self.stop, 0), job.total)
@@ -113,7 +128,7 @@ class JobFeed:
             wanted = set(touched)
             msg["tasks"] = [t for t in self._tasks(min(wanted), max(wanted) + 1)
                             if t["index"] in wanted]
-        msg["job"] = job_summary(job, self.client.server_time_ms())
+        msg["job"] = self._job(job)
         msg["events"] = event_views(self.client, mine)
         return msg
 

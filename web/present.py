@@ -56,6 +56,17 @@ def job_summary(job: JobStatus, now_ms: int) -> dict[str, Any]:
     }
 
 
+def no_worker_text(app: str, live_apps: Mapping[str, int]) -> str:
+    """Why a job's tasks wait: no live worker serves its app (and what live ones serve)."""
+    if live_apps:
+        served = ", ".join(f"{a} ({n})" if n > 1 else a for a, n in sorted(live_apps.items()))
+        others = f"live workers serve: {served}"
+    else:
+        others = "no worker is live right now"
+    return (f"No live worker serves app '{app}' — {others}. Tasks wait until one joins "
+            f"(nova-queue worker --app {app}).")
+
+
 def is_image_key(key: str) -> bool:
     """Whether a result key names an image by its extension."""
     return key.rpartition(".")[2].lower() in IMAGE_EXTENSIONS

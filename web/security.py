@@ -1,40 +1,53 @@
-"""Security policy: response headers, CSRF tokens, the write token, WebSocket Origin checks.
+"""Security policy: response headers, the session cookie, CSRF tokens, ``next`` paths,
+WebSocket Origin checks. (The write token and unlocking live in ``auth.py``.)
 
 - Every response carries a CSP without inline scripts (JS lives in ``static/``), framing
   denied, ``nosniff`` and a same-origin referrer policy.
-- Writes (submitting a job, requeueing a task) need ``Settings.web_token``
-  (``NOVA_WEB_TOKEN``); without one the app is read-only. A correct token also unlocks the
-  session (a signed cookie) so later actions need no retyping; changing the token locks
-  every session again. Every POST carries the session's CSRF token.
+- The session cookie is signed (``NOVA_WEB_SECRET``), ``HttpOnly``, ``SameSite=Lax`` and
+  ``Secure`` whenever the request came over HTTPS.
+- Every POST carries the session's CSRF token.
+- The unlock and lock forms send the page back as ``next``; only a path on this site is
+  followed (:func:`safe_next_path`), anything else goes home.
 - WebSocket handshakes are refused unless the ``Origin`` is this host or listed in
   ``NOVA_WEB_ALLOWED_ORIGINS``; clients that send no Origin (not browsers) are let in.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
+import unicodedata
 import urllib.parse
 from collections.abc import Iterable
 
-from flask import Flask, Response, current_app, request, session
+from flask import Flask, Response, current_app, has_request_context, request, session
+from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import SecurityError
 
 from nova_queue.web.extensions import nova
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
+_HOST_NAME_RE = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::\d{1,5})?$")
 CSRF_FIELD = "csrf_token"
-TOKEN_FIELD = "token"
+#: Longest ``next`` path the unlock and lock forms may send back.
+MAX_NEXT_CHARS = 2048
+#: Unicode categories never allowed in a ``next`` path: controls, format characters
+#: (bidi, zero-width), surrogates, line and paragraph separators.
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 class WriteDenied(Exception):
-    """A write was refused: read-only app, bad CSRF token or bad write token."""
+    """A write was refused: read-only app, bad CSRF token, bad write token, rate limit."""
 
-    def __init__(self, message: str, status: int = 403):
+    def __init__(self, message: str, status: int = 403, retry_after_s: int | None = None):
         super().__init__(message)
-        self.message, self.status = message, status
+        self.message, self.status, self.retry_after_s = message, status, retry_after_s
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Response headers that go with the refusal (``Retry-After`` for 429)."""
+        return {"Retry-After": str(self.retry_after_s)} if self.retry_after_s else {}
 
 
 def csrf_token() -> str:
@@ -45,23 +58,6 @@ def csrf_token() -> str:
     return token
 
 
-def write_enabled() -> bool:
-    """Whether a write token is configured (otherwise the gallery is read-only)."""
-    return bool(nova.settings.web_token)
-
-
-def _mark(token: str) -> str:
-    # Stored in the session instead of the token itself; tied to the current token.
-    return hmac.new(token.encode(), b"nova-queue web write access", hashlib.sha256).hexdigest()
-
-
-def is_unlocked() -> bool:
-    """Whether this session proved it knows the current write token."""
-    token = nova.settings.web_token
-    mark = session.get("write")
-    return bool(token and isinstance(mark, str) and hmac.compare_digest(mark, _mark(token)))
-
-
 def check_csrf() -> None:
     """Raise WriteDenied (400) unless the form carries this session's CSRF token."""
     expected, sent = session.get("csrf"), request.form.get(CSRF_FIELD, "")
@@ -70,26 +66,75 @@ def check_csrf() -> None:
                           "try again.", 400)
 
 
-def require_write() -> None:
-    """Raise WriteDenied unless the POST has a valid CSRF token and write access."""
-    token = nova.settings.web_token
-    if not token:
-        raise WriteDenied("This gallery is read-only: start the web app with NOVA_WEB_TOKEN "
-                          "set to enable submissions and requeues.")
-    check_csrf()
-    given = request.form.get(TOKEN_FIELD, "")
-    if given:
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            raise WriteDenied("Wrong web token.")
-        session["write"] = _mark(token)
-        return
-    if not is_unlocked():
-        raise WriteDenied("This action needs the web token (NOVA_WEB_TOKEN).")
+def safe_next_path(target: str | None, default: str = "/") -> str:
+    r"""``target`` if it is a path on this site, else ``default`` (an open-redirect guard).
+
+    Refused: anything not starting with one ``/``, a leading ``//`` or ``/\``, backslashes,
+    whitespace, control and format characters (browsers drop tabs and newlines, so
+    ``/<TAB>/evil.example`` would become ``//evil.example``; CR/LF would split the header),
+    and anything :func:`urllib.parse.urlsplit` sees a scheme or an authority in.
+    """
+    if not target or len(target) > MAX_NEXT_CHARS or not target.startswith("/"):
+        return default
+    if any(c == "\\" or c.isspace() or unicodedata.category(c) in _REFUSED_CATEGORIES
+           for c in target):
+        return default
+    if target.startswith("//"):
+        return default
+    parts = urllib.parse.urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return default
+    return target
 
 
-def lock_session() -> None:
-    """Forget write access for this session."""
-    session.pop("write", None)
+def next_path() -> str:
+    """The current page as a safe ``next`` target for the unlock and lock forms."""
+    return safe_next_path(request.path)
+
+
+def _host_name(value: str) -> str | None:
+    """The name part of ``name[:port]``, lowercase (IPv6 keeps its brackets); None if
+    malformed. A bare IPv6 address (``::1``) counts as ``[::1]``."""
+    value = value.strip().lower()
+    if value.count(":") > 1 and not value.startswith("["):
+        value = f"[{value}]"
+    m = _HOST_NAME_RE.match(value)
+    return m.group(1) if m else None
+
+
+def host_trusted(host: str, trusted: Iterable[str]) -> bool:
+    """Whether a ``Host`` value names one of ``trusted``: any port, any case; a name with a
+    leading dot (``.example.com``) also matches its subdomains. (werkzeug's own
+    ``TRUSTED_HOSTS`` check cannot match IPv6 names such as ``[::1]``.)"""
+    name = _host_name(host)
+    if not name:
+        return False
+    for ref in trusted:
+        ref = ref.strip().lower()
+        if ref.startswith("."):
+            if name == ref[1:] or name.endswith(ref):
+                return True
+        elif _host_name(ref) == name:
+            return True
+    return False
+
+
+def request_host() -> str:
+    """This request's ``Host`` if it is trusted, else ``""``."""
+    try:
+        host = request.host
+    except SecurityError:  # not in Flask's TRUSTED_HOSTS
+        return ""
+    trusted = current_app.config.get("NOVA_WEB_TRUSTED_HOSTS")
+    return host if not trusted or host_trusted(host, trusted) else ""
+
+
+def check_host() -> None:
+    """before_request: refuse (400) a request whose ``Host`` is not trusted, before any
+    redirect or WebSocket handshake is built on it (against DNS rebinding)."""
+    trusted = current_app.config.get("NOVA_WEB_TRUSTED_HOSTS")
+    if trusted and not host_trusted(request.host, trusted):  # request.host may raise too
+        raise SecurityError("untrusted host")
 
 
 def origin_allowed(origin: str | None, host: str, allowed: Iterable[str] = ()) -> bool:
@@ -115,15 +160,22 @@ def content_security_policy() -> str:
     public = _public_origin(nova.settings.s3_public_endpoint)
     if public:
         img += f" {public}"  # presigned result URLs redirect there
-    try:
-        host = request.host
-    except SecurityError:  # not in TRUSTED_HOSTS: this response is the 400 for that
-        host = ""
+    host = request_host()  # "" when untrusted: this response is the 400 for that
     # 'self' covers same-origin sockets in current browsers; older ones need them spelled out.
     sockets = f" ws://{host} wss://{host}" if _HOST_RE.match(host) else ""
     return ("default-src 'self'; script-src 'self'; style-src 'self'; "
             f"img-src {img}; connect-src 'self'{sockets}; "
             "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+class GallerySessionInterface(SecureCookieSessionInterface):
+    """Flask's signed-cookie sessions, with ``Secure`` set whenever the request came over
+    HTTPS (``request.is_secure``; behind a proxy see ``NOVA_WEB_PROXY_HOPS``) or
+    ``SESSION_COOKIE_SECURE`` is on."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or (
+            has_request_context() and request.is_secure)
 
 
 def add_security_headers(response: Response) -> Response:
@@ -140,11 +192,13 @@ def add_security_headers(response: Response) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    """Install the headers hook and the ``csrf_token`` / ``write_enabled`` template globals."""
+    """Install the host check, the headers hook, the session cookie policy and the
+    ``csrf_token`` / ``next_path`` template globals."""
+    app.session_interface = GallerySessionInterface()
+    app.before_request(check_host)
     app.after_request(add_security_headers)
-    app.jinja_env.globals.update(csrf_token=csrf_token, write_enabled=write_enabled,
-                                 is_unlocked=is_unlocked, CSRF_FIELD=CSRF_FIELD,
-                                 TOKEN_FIELD=TOKEN_FIELD)
+    app.jinja_env.globals.update(csrf_token=csrf_token, next_path=next_path,
+                                 CSRF_FIELD=CSRF_FIELD)
 
 
 def check_origin() -> bool:

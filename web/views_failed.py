@@ -9,10 +9,11 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from nova_queue.errors import NovaError
+from nova_queue.web.auth import denied, require_write
 from nova_queue.web.extensions import nova
 from nova_queue.web.live import result_url
 from nova_queue.web.present import task_view
-from nova_queue.web.security import WriteDenied, require_write
+from nova_queue.web.security import WriteDenied
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,7 @@ def retry() -> Any:
     try:
         require_write()
     except WriteDenied as exc:
-        return render_template("error.html", code=exc.status, title="Not allowed",
-                               message=exc.message), exc.status
+        return denied(exc)
     if not _TASK_ID_RE.match(tid):
         flash("Cannot requeue: not a task id.", "error")
         return redirect(url_for("failed.index"), 303)

@@ -12,12 +12,13 @@ from nova_queue.apps.registry import available_apps
 from nova_queue.errors import JobNotFoundError, NovaError, StoreError, TaskNotFoundError
 from nova_queue.keys import task_id
 from nova_queue.stores import artifact_key
+from nova_queue.web.auth import denied, lock_session, require_write
 from nova_queue.web.extensions import nova
 from nova_queue.web.live import result_url, window_start
 from nova_queue.web.livefeed import PAGE_SIZE, EventsFeed, JobFeed
 from nova_queue.web.present import task_view
 from nova_queue.web.results import artifact_names
-from nova_queue.web.security import WriteDenied, check_csrf, lock_session, require_write
+from nova_queue.web.security import WriteDenied, check_csrf, safe_next_path
 from nova_queue.web.submit import SubmitForm, submit
 
 log = logging.getLogger(__name__)
@@ -25,10 +26,11 @@ log = logging.getLogger(__name__)
 bp = Blueprint("jobs", __name__)
 
 
-def _jobs_page(form: SubmitForm, error: str = "", status: int = 200) -> Any:
+def _jobs_page(form: SubmitForm, error: str = "", status: int = 200,
+               headers: dict[str, str] | None = None) -> Any:
     snap = EventsFeed(nova.client).snapshot()
     return render_template("jobs.html", jobs=snap["jobs"], last_id=snap["last_id"],
-                           apps=available_apps(), form=form, error=error), status
+                           apps=available_apps(), form=form, error=error), status, headers or {}
 
 
 @bp.get("/")
@@ -45,7 +47,7 @@ def create() -> Any:
         require_write()
         job_id = submit(nova.client, form, request.files.get("prompts_file"))
     except WriteDenied as exc:
-        return _jobs_page(form, exc.message, exc.status)
+        return _jobs_page(form, exc.message, exc.status, exc.headers)
     except NovaError as exc:
         return _jobs_page(form, str(exc), 400)
     log.info("job %s submitted from the web", job_id)
@@ -98,23 +100,14 @@ def task(job_id: str, index: int) -> Any:
     return render_template("task.html", t=view, stored=sorted(stored.items()), note=note)
 
 
-def _next_path() -> str:
-    target = request.form.get("next", "/")
-    # Only paths on this site: no scheme, no host, no protocol-relative //host.
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
-
-
 @bp.post("/auth")
 def unlock() -> Any:
     """Check the write token once; this session may then submit and requeue."""
     try:
         require_write()
     except WriteDenied as exc:
-        return render_template("error.html", code=exc.status, title="Not allowed",
-                               message=exc.message), exc.status
-    return redirect(_next_path(), 303)
+        return denied(exc)
+    return redirect(safe_next_path(request.form.get("next")), 303)
 
 
 @bp.post("/auth/lock")
@@ -123,7 +116,6 @@ def lock() -> Any:
     try:
         check_csrf()
     except WriteDenied as exc:
-        return render_template("error.html", code=exc.status, title="Not allowed",
-                               message=exc.message), exc.status
+        return denied(exc)
     lock_session()
-    return redirect(_next_path(), 303)
+    return redirect(safe_next_path(request.form.get("next")), 303)

@@ -6,6 +6,8 @@ time has passed, then renders a small card with the prompt, backend, worker, job
 ``--slowdown F`` simulates hardware F times slower by working F times longer. A task's cost
 is its ``seconds`` (floored at 1 ms), so a worker's speed estimate for this app reads as
 wall seconds per reference second: about 1.0 on a 1× worker, F with ``--slowdown F``.
+Card text is drawn with an installed font that has its glyphs (:data:`FONT_FILES`: DejaVu,
+Noto Sans CJK), else with Pillow's default font (Latin only: other scripts show boxes).
 
 Params (``-p key=value``):
 
@@ -28,6 +30,7 @@ import functools
 import hashlib
 import io
 import math
+import os
 import random
 import time
 import unicodedata
@@ -47,6 +50,21 @@ MAX_SECONDS = 3600.0
 MIN_SIZE, MAX_SIZE = 64, 1024
 MIN_COST = 0.001
 _HASHES_PER_CHECK = 256  # SHA-256 rounds between clock reads (~0.1 ms)
+#: Fonts for card text, tried in order: a text is drawn with the first installed one that has
+#: a glyph for each of its characters (else the one missing fewest), and with Pillow's
+#: default font when none is installed. DejaVu covers Latin, Greek, Cyrillic, Arabic and
+#: Hebrew; Noto Sans CJK covers Chinese, Japanese and Korean (and Latin). Debian and
+#: Ubuntu paths first (fonts-dejavu-core, fonts-noto-cjk), then Fedora and Arch.
+FONT_FILES: tuple[str, ...] = (
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+    "/usr/share/fonts/google-noto-cjk/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+)
+_GLYPH_PROBE_PX = 24
+_MISSING_PROBE = "\uffff"  # a noncharacter: every font draws its "missing glyph" for it
 
 
 class PoisonTaskError(RuntimeError):
@@ -169,27 +187,29 @@ def render_card(prompt: str, meta: Mapping[str, str], size: int) -> bytes:
     bg, accent = _colours(meta.get("worker", ""))
     img = Image.new("RGB", (size, size), bg)
     draw = ImageDraw.Draw(img)
-    font = _font(max(10, size // 20))
-    small = _font(max(8, size // 26))
+    text = _clean_text(prompt)
+    footer = [_clean_text(line) for line in (
+        f"backend {meta.get('backend', '?')}  worker {meta.get('worker', '?')}",
+        f"job {meta.get('job', '?')}",
+        f"task {meta.get('index', '?')}  attempt {meta.get('attempt', '?')}")]
+    font = _font(max(10, size // 20), text)
+    small = _font(max(8, size // 26), " ".join(footer))
     pad = max(4, size // 24)
     bar = max(3, size // 40)
     draw.rectangle((0, 0, size, bar), fill=accent)
     line_h = _line_height(font)
-    footer = [f"backend {meta.get('backend', '?')}  worker {meta.get('worker', '?')}",
-              f"job {meta.get('job', '?')}",
-              f"task {meta.get('index', '?')}  attempt {meta.get('attempt', '?')}"]
     small_h = _line_height(small)
     footer_top = size - pad - small_h * len(footer)
     max_lines = max(1, (footer_top - 2 * pad - bar) // line_h)
-    lines = _wrap(_clean_text(prompt), font, size - 2 * pad, max_lines)
+    lines = _wrap(text, font, size - 2 * pad, max_lines)
     y = bar + pad
     for line in lines:
         draw.text((pad, y), line, fill=(20, 20, 20), font=font)
         y += line_h
     draw.line((pad, footer_top - pad // 2, size - pad, footer_top - pad // 2), fill=accent)
     for i, line in enumerate(footer):
-        text = _fit(_clean_text(line), small, size - 2 * pad)
-        draw.text((pad, footer_top + i * small_h), text, fill=(50, 50, 50), font=small)
+        draw.text((pad, footer_top + i * small_h), _fit(line, small, size - 2 * pad),
+                  fill=(50, 50, 50), font=small)
     info = PngInfo()
     info.add_text("Software", "nova-queue synthetic")
     for key, value in meta.items():
@@ -225,11 +245,71 @@ def _colours(worker: str) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
 
 
 @functools.lru_cache(maxsize=16)
-def _font(px: int) -> Any:
+def _default_font(px: int) -> Any:
     try:
         return ImageFont.load_default(size=px)  # FreeType font (Pillow >= 10.1)
     except (TypeError, ImportError, OSError):
         return ImageFont.load_default()
+
+
+@functools.lru_cache(maxsize=64)
+def _file_font(path: str, px: int) -> ImageFont.FreeTypeFont | None:
+    try:
+        return ImageFont.truetype(path, px)
+    except OSError:  # unreadable, not a font, or Pillow built without FreeType
+        return None
+
+
+def installed_fonts(files: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The font files of :data:`FONT_FILES` (or ``files``) that exist and load."""
+    return tuple(p for p in (FONT_FILES if files is None else files)
+                 if os.path.isfile(p) and _file_font(p, _GLYPH_PROBE_PX) is not None)
+
+
+def _glyph(font: Any, ch: str) -> tuple[tuple[int, int], bytes]:
+    mask = font.getmask(ch)
+    return mask.size, bytes(mask)
+
+
+@functools.lru_cache(maxsize=8192)
+def has_glyph(path: str, ch: str) -> bool:
+    """Whether the font file has a glyph for ``ch`` (FreeType draws the font's "missing
+    glyph" box for characters it lacks)."""
+    font = _file_font(path, _GLYPH_PROBE_PX)
+    return font is not None and _glyph(font, ch) != _missing_glyph(path)
+
+
+@functools.lru_cache(maxsize=16)
+def _missing_glyph(path: str) -> tuple[tuple[int, int], bytes]:
+    font = _file_font(path, _GLYPH_PROBE_PX)
+    return _glyph(font, _MISSING_PROBE) if font is not None else ((0, 0), b"")
+
+
+def _visible(ch: str) -> bool:
+    return not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Mn", "Zs")
+
+
+def font_file_for(text: str, files: Sequence[str] | None = None) -> str | None:
+    """The installed font that draws most of ``text`` (the first with every glyph); None
+    when no font is installed."""
+    paths = installed_fonts(files)
+    chars = {c for c in text if _visible(c)}
+    best, best_missing = None, -1
+    for path in paths:
+        missing = sum(not has_glyph(path, c) for c in chars)
+        if missing == 0:
+            return path
+        if best is None or missing < best_missing:
+            best, best_missing = path, missing
+    return best
+
+
+def _font(px: int, text: str = "") -> Any:
+    """A font of ``px`` pixels for ``text``: an installed one that covers it, else Pillow's
+    default."""
+    path = font_file_for(text)
+    font = _file_font(path, px) if path else None
+    return font if font is not None else _default_font(px)
 
 
 def _line_height(font: Any) -> int:
