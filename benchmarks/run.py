@@ -1,8 +1,10 @@
 """nova-queue benchmarks: scheduling quality vs FIFO / RQ / static split, lifecycle
 throughput vs RQ, enqueue scale and memory, recovery after kill -9 — real Redis, real
-worker processes. Writes docs/BENCHMARKS.md and its plots; ``--json`` writes the numbers.
+worker processes. Prints the targets; ``--json`` writes the numbers, ``--docs DIR`` writes
+BENCHMARKS.md and its plots into DIR (only when asked: a checkout stays clean).
 
     python benchmarks/run.py --quick --json /tmp/bench.json
+    python benchmarks/run.py --docs docs          # regenerate the tracked docs/BENCHMARKS.md
 """
 
 from __future__ import annotations
@@ -33,9 +35,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="a few minutes: one repeat, static split computed, no 1M-task enqueue")
     p.add_argument("--json", metavar="OUT", type=Path, help="write the results as JSON to OUT")
     p.add_argument("--docs", metavar="DIR", type=Path, default=None,
-                   help="where BENCHMARKS.md and the plots go [default: docs/, and none "
-                        "with --only]")
-    p.add_argument("--no-docs", action="store_true", help="write no docs or plots")
+                   help="write BENCHMARKS.md and the plots into DIR (`--docs docs` updates the "
+                        "repository's; txt2img blocks already there are kept) [default: none]")
     p.add_argument("--only", choices=SECTIONS, action="append", metavar="SECTION",
                    help=f"run only this section (repeatable): {', '.join(SECTIONS)}")
     p.add_argument("--repeats", type=int, metavar="N",
@@ -103,15 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
         log(f"results: {args.json}")
-    docs = args.docs or (None if args.only else HERE.parent / "docs")
-    if docs and not args.no_docs:
-        args.docs = docs
+    if args.docs:
         written = plots.write_all(results, args.docs)
         doc = args.docs / "BENCHMARKS.md"
         kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
         doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
                        encoding="utf-8")
         log(f"docs: {args.docs / 'BENCHMARKS.md'}, {', '.join(p.name for p in written)}")
+    if not (args.json or args.docs):
+        log("no files written (--json OUT keeps the numbers, --docs DIR the report)")
     for t in results["targets"]:
         status = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
         print(f"{status:>6}  {t['target']}: {t['measured']}")

@@ -25,7 +25,8 @@ def free_port() -> int:
 
 
 def _version(binary: str) -> tuple[int, ...]:
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                         check=False).stdout
     m = re.search(r"v=(\d+)\.(\d+)\.(\d+)", out)
     return tuple(int(x) for x in m.groups()) if m else (0,)
 
@@ -48,8 +49,9 @@ class RedisServer:
     """A redis-server child process on a free port, with its data in a temp folder."""
 
     def __init__(self, *extra: str, binary: str | None = None, port: int | None = None,
-                 folder: Path | None = None):
+                 folder: Path | None = None, password: str | None = None):
         self.binary = binary or find_redis_server()
+        self.password = password  # --requirepass; the readiness ping authenticates
         self.port = port or free_port()
         self.dir = folder or Path(tempfile.mkdtemp(prefix="nova-redis-"))
         self.extra = list(extra)
@@ -62,14 +64,15 @@ class RedisServer:
     def start(self, timeout_s: float = 10.0) -> RedisServer:
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", str(self.dir), "--save", "", "--appendonly", "no",
-                "--logfile", str(self.dir / "redis.log"), *self.extra]
+                "--logfile", str(self.dir / "redis.log"), *self.extra,
+                *(["--requirepass", self.password] if self.password else [])]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"redis-server exited: {self.proc.stderr.read().decode()}")
             try:
-                redis.Redis(port=self.port, socket_timeout=0.5).ping()
+                redis.Redis(port=self.port, password=self.password, socket_timeout=0.5).ping()
                 return self
             except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
                 time.sleep(0.02)

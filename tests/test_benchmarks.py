@@ -83,6 +83,24 @@ def test_run_help_works():
     assert "--quick" in out.stdout and "--json" in out.stdout
 
 
+def test_run_writes_no_files_unless_asked(tmp_path):
+    """Without ``--docs`` or ``--json`` a run only prints: the tracked docs/ stay untouched
+    (a user who wants the numbers must not get a dirty checkout)."""
+    saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
+    docs = BENCH.parent / "docs"
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in docs.iterdir()
+              if p.is_file()}
+    out = subprocess.run([sys.executable, str(BENCH / "run.py"), "--from-json", str(saved)],
+                         capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "100k tasks enqueued in < 1 s: 0.90 s" in out.stdout  # the targets are printed
+    assert "no files written" in out.stderr
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in docs.iterdir()
+             if p.is_file()}
+    assert after == before
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_doc_blocks_are_replaced_in_place_and_kept(tmp_path):
     docsection = _load("docsection")
     kept_blocks, put_block = docsection.kept_blocks, docsection.put_block

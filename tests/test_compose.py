@@ -1,6 +1,9 @@
 """docker-compose.yml and the Dockerfiles under workers/, validated statically (no Docker
-engine here): ``docker-compose config`` accepts the file, every ``nova-queue`` command they run
-parses with the real CLI, and the deployment settings the README promises are in place.
+engine here): ``docker-compose config`` accepts the file, with no .env on a fresh clone and
+then publishing nothing beyond 127.0.0.1; docker-compose.many-machines.yml, which opens Redis
+and the store to other machines, refuses to resolve without real secrets; every
+``nova-queue`` command they run parses with the real CLI, and the deployment settings the
+README promises are in place.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +24,13 @@ from cli_helpers import check_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
+#: the override that opens Redis and the store to workers on other machines
+MANY_MACHINES = ROOT / "docker-compose.many-machines.yml"
 DOCKERFILES = {kind: ROOT / "workers" / f"Dockerfile.{kind}" for kind in ("cpu", "cuda", "rocm")}
 NOVA_SERVICES = {"web", "worker-cpu", "post-worker", "worker-cuda", "worker-rocm"}
 COMPOSE_ENV = {"NOVA_REDIS_PASSWORD": "test-redis-pw", "AWS_ACCESS_KEY_ID": "nova-test",
                "AWS_SECRET_ACCESS_KEY": "test-secret-123"}
+SECRETS = tuple(COMPOSE_ENV)
 
 
 def find_compose() -> str | None:
@@ -36,13 +43,34 @@ needs_compose = pytest.mark.skipif(
     reason="docker-compose not installed (Debian package docker-compose; .ci/run installs it)")
 
 
-def compose(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run docker-compose on the repo's file with a clean, test-controlled environment."""
+def compose(*args: str, env: dict[str, str] | None = None,
+            files: tuple[Path, ...] = (COMPOSE_FILE,)) -> subprocess.CompletedProcess:
+    """Run docker-compose on the repo's file(s) with a clean, test-controlled environment
+    (an empty env file: a developer's .env next to the file must not leak in)."""
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("NOVA_", "AWS_", "COMPOSE_", "DOCKER_"))}
-    return subprocess.run([find_compose(), "-f", str(COMPOSE_FILE), *args],
-                          env={**base, **(env if env is not None else COMPOSE_ENV)},
-                          capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    file_args = [a for f in files for a in ("-f", str(f))]
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp) / "empty.env"
+        empty.write_text("")
+        return subprocess.run([find_compose(), "--env-file", str(empty), *file_args, *args],
+                              env={**base, **(env if env is not None else COMPOSE_ENV)},
+                              capture_output=True, text=True, timeout=60, cwd=ROOT,
+                              check=False)
+
+
+def published(service: dict[str, Any]) -> list[tuple[str, int]]:
+    """(host address, host port) of each published port of a resolved service; compose v1
+    prints ``IP:PORT:TARGET/tcp``, v2 the long form."""
+    out = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            out.append((port.get("host_ip", "0.0.0.0"), int(port["published"])))
+        else:
+            parts = str(port).split("/")[0].split(":")
+            assert len(parts) == 3, f"{port}: publish on an explicit address"
+            out.append((parts[0], int(parts[1])))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +150,7 @@ def test_dockerfile_conventions(kind):
 def test_dockerignore_keeps_what_the_build_needs():
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}
-    assert {".git", ".venv*"} <= ignored
+    assert {".git", ".venv*", ".env"} <= ignored  # .env holds the compose secrets
     assert not {"pyproject.toml", "README.md", "nova_queue", "web", "workers"} & ignored
 
 
@@ -169,7 +197,7 @@ def test_redis_is_durable_and_password_protected(spec, services):
     pairs = dict(zip(cmd[1::2], cmd[2::2]))
     assert pairs["--appendonly"] == "yes" and pairs["--appendfsync"] == "everysec"
     assert pairs["--maxmemory-policy"] == "noeviction"
-    assert pairs["--requirepass"].startswith("${NOVA_REDIS_PASSWORD:?")
+    assert pairs["--requirepass"].startswith("${NOVA_REDIS_PASSWORD:-local-only")
     # the healthcheck authenticates through the environment, not an argument
     assert redis_svc["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
     assert redis_svc["environment"]["REDISCLI_AUTH"].startswith("${NOVA_REDIS_PASSWORD")
@@ -241,9 +269,103 @@ def test_docker_compose_config_accepts_the_file():
         plain.stdout.split())
 
 
+def test_bare_file_publishes_only_the_gallery_on_localhost(services):
+    """Redis and MinIO are reachable only inside the compose network: their default,
+    local-only credentials protect nothing another machine can reach."""
+    for name in ("redis", "minio", "minio-init", "worker-cpu", "post-worker"):
+        assert "ports" not in services[name], f"{name} must publish no port by default"
+    assert services["web"]["ports"] == ["${NOVA_WEB_BIND:-127.0.0.1}:${NOVA_WEB_PORT:-8000}:8000"]
+
+
+def test_many_machines_override_requires_every_secret():
+    spec = yaml.safe_load(MANY_MACHINES.read_text())
+    redis_svc, minio = spec["services"]["redis"], spec["services"]["minio"]
+    assert redis_svc["environment"]["REDISCLI_AUTH"].startswith("${NOVA_REDIS_PASSWORD:?")
+    assert minio["environment"]["MINIO_ROOT_USER"].startswith("${AWS_ACCESS_KEY_ID:?")
+    assert minio["environment"]["MINIO_ROOT_PASSWORD"].startswith("${AWS_SECRET_ACCESS_KEY:?")
+    assert redis_svc["ports"] == ["${NOVA_REDIS_BIND:-0.0.0.0}:${NOVA_REDIS_PORT:-6379}:6379"]
+    assert "127.0.0.1:${NOVA_MINIO_CONSOLE_PORT:-9001}:9001" in minio["ports"]
+
+
 @needs_compose
-def test_docker_compose_refuses_to_run_without_a_redis_password():
-    env = {k: v for k, v in COMPOSE_ENV.items() if k != "NOVA_REDIS_PASSWORD"}
-    proc = compose("config", env=env)
+def test_bare_compose_needs_no_env_and_publishes_nothing_beyond_localhost():
+    """``docker compose up`` on a fresh clone: no .env, no variables set."""
+    proc = compose("--profile", "cuda", "--profile", "rocm", "config", env={})
+    assert proc.returncode == 0, proc.stderr
+    resolved = yaml.safe_load(proc.stdout)["services"]
+    ports = {name: published(svc) for name, svc in resolved.items()}
+    assert ports.pop("web") == [("127.0.0.1", 8000)]
+    assert all(not p for p in ports.values()), ports  # Redis and MinIO stay inside
+    # the services agree on the local-only credentials
+    password = resolved["redis"]["environment"]["REDISCLI_AUTH"]
+    assert password and resolved["redis"]["command"][-1] == password
+    for name in NOVA_SERVICES:
+        env = resolved[name]["environment"]
+        assert env["NOVA_REDIS_URL"] == f"redis://:{password}@redis:6379/0"
+        assert env["AWS_ACCESS_KEY_ID"] == resolved["minio"]["environment"]["MINIO_ROOT_USER"]
+        assert env["AWS_SECRET_ACCESS_KEY"] == (
+            resolved["minio"]["environment"]["MINIO_ROOT_PASSWORD"])
+    assert len(resolved["minio"]["environment"]["MINIO_ROOT_PASSWORD"]) >= 8  # MinIO's minimum
+
+
+@needs_compose
+@pytest.mark.parametrize("missing", SECRETS)
+def test_many_machines_refuses_to_start_without_each_secret(missing):
+    env = {k: v for k, v in COMPOSE_ENV.items() if k != missing}
+    proc = compose("config", env=env, files=(COMPOSE_FILE, MANY_MACHINES))
     assert proc.returncode != 0
-    assert "NOVA_REDIS_PASSWORD" in proc.stderr
+    assert f"set {missing}" in proc.stderr  # the message names what to set
+    # an empty value is as missing as an unset one
+    proc = compose("config", env={**env, missing: ""}, files=(COMPOSE_FILE, MANY_MACHINES))
+    assert proc.returncode != 0 and f"set {missing}" in proc.stderr
+
+
+@needs_compose
+def test_many_machines_opens_redis_and_the_store_with_the_real_secrets():
+    proc = compose("config", files=(COMPOSE_FILE, MANY_MACHINES))
+    assert proc.returncode == 0, proc.stderr
+    resolved = yaml.safe_load(proc.stdout)["services"]
+    assert published(resolved["redis"]) == [("0.0.0.0", 6379)]
+    assert sorted(published(resolved["minio"])) == [("0.0.0.0", 9000), ("127.0.0.1", 9001)]
+    assert published(resolved["web"]) == [("127.0.0.1", 8000)]  # the gallery stays local
+    assert resolved["redis"]["command"][-1] == "test-redis-pw"
+    assert resolved["redis"]["environment"]["REDISCLI_AUTH"] == "test-redis-pw"
+    assert resolved["minio"]["environment"]["MINIO_ROOT_PASSWORD"] == "test-secret-123"
+    for name in NOVA_SERVICES & set(resolved):
+        env = resolved[name]["environment"]
+        assert env["NOVA_REDIS_URL"] == "redis://:test-redis-pw@redis:6379/0"
+        assert env["AWS_SECRET_ACCESS_KEY"] == "test-secret-123"
+    # a VPN address instead of every interface
+    vpn = compose("config", env={**COMPOSE_ENV, "NOVA_REDIS_BIND": "100.64.0.1",
+                                 "NOVA_MINIO_BIND": "100.64.0.1"},
+                  files=(COMPOSE_FILE, MANY_MACHINES))
+    assert vpn.returncode == 0, vpn.stderr
+    vpn_services = yaml.safe_load(vpn.stdout)["services"]
+    assert published(vpn_services["redis"]) == [("100.64.0.1", 6379)]
+    assert ("100.64.0.1", 9000) in published(vpn_services["minio"])
+
+
+@needs_compose
+def test_many_machines_through_compose_file_in_dot_env(tmp_path):
+    """The README's recipe: COMPOSE_FILE and the secrets in .env, then a plain
+    ``docker compose`` in that folder opens Redis and the store; without the secrets
+    it refuses."""
+    for f in (COMPOSE_FILE, MANY_MACHINES):
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "workers").mkdir()  # the build context the file names
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("NOVA_", "AWS_", "COMPOSE_", "DOCKER_"))}
+    line = f"COMPOSE_FILE={COMPOSE_FILE.name}:{MANY_MACHINES.name}\n"
+
+    def config(dotenv: str) -> subprocess.CompletedProcess:
+        (tmp_path / ".env").write_text(dotenv)
+        return subprocess.run([find_compose(), "config"], env=base, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    refused = config(line)
+    assert refused.returncode != 0 and "set NOVA_REDIS_PASSWORD" in refused.stderr
+    opened = config(line + "".join(f"{k}={v}\n" for k, v in COMPOSE_ENV.items()))
+    assert opened.returncode == 0, opened.stderr
+    resolved = yaml.safe_load(opened.stdout)["services"]
+    assert published(resolved["redis"]) == [("0.0.0.0", 6379)]
+    assert resolved["redis"]["command"][-1] == "test-redis-pw"

@@ -42,6 +42,12 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONUNBUFFERED": "1", **extra}
 
 
+#: Ctrl-C as in a terminal. A test run started as a background job (``pytest &`` in a
+#: script) ignores SIGINT and its children inherit that; Python then installs no
+#: KeyboardInterrupt handler (as the shell intended), so install the one it would.
+SIGINT_AS_IN_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)"
+
+
 def test_help_lists_options_and_env_vars():
     result = CliRunner().invoke(group(), ["web", "--help"])
     assert result.exit_code == 0
@@ -84,7 +90,8 @@ def test_serves_until_interrupted(redis_url, namespace, tmp_path, nova):
     env = clean_env(NOVA_REDIS_URL=redis_url, NOVA_NAMESPACE=namespace,
                     NOVA_STORE_URL=(tmp_path / "store").as_uri(), NOVA_HOME=str(tmp_path))
     proc = subprocess.Popen(
-        [sys.executable, "-c", LAUNCH.format(prelude=""), "web", "--port", "0"],
+        [sys.executable, "-c", LAUNCH.format(prelude=SIGINT_AS_IN_A_TERMINAL), "web",
+         "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()

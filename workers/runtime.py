@@ -1,5 +1,5 @@
-"""The worker: detect and prove the backend, benchmark, register, then claim -> run ->
-upload -> commit until stopped. The same code on every machine."""
+"""The worker: wait for Redis, detect and prove the backend, benchmark, register, then
+claim -> run -> upload -> commit until stopped. The same code on every machine."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from nova_queue.workers.backend import BackendInfo, capability, detect_backend, 
 from nova_queue.workers.execute import Executor, WorkerShutdown
 from nova_queue.workers.heartbeat import Heartbeat
 from nova_queue.workers.node import load_or_create_node, new_worker_id
+from nova_queue.workers.redis_wait import wait_for_redis
 from nova_queue.workers.startup import AppBenchmark, benchmark_app
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class Worker:
         self._store = store
         self.stop_event = threading.Event()
         self._in_setup = False
+        #: registered at least once: only then is there anything to deregister
+        self._registered = False
         self.tasks_done = 0
         self.info: BackendInfo | None = None
         self.apps: dict[str, App] = {}
@@ -82,9 +85,13 @@ class Worker:
 
     # ---- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
-        """Backend, identity, apps, startup benchmark, registration, heartbeat."""
+        """Redis, backend, identity, apps, startup benchmark, registration, heartbeat."""
         from nova_queue.stores import open_store
 
+        # Redis first: bad credentials fail before minutes of model loading and benchmark
+        if not wait_for_redis(self.client.redis.ping, self.settings.redis_url,
+                              self.stop_event):
+            raise WorkerShutdown()
         self.info = detect_backend(self.options.backend)
         node = load_or_create_node(Path(self.settings.home), self.options.name)
         self.worker_id = new_worker_id(node)
@@ -121,7 +128,9 @@ class Worker:
             executor = Executor(self.client, self.store, app, ctx, self.heartbeat)
             executor.ran_once = self.benchmarks[name].runs > 0  # the benchmark warmed it up
             self.executors[name] = executor
-        self.register()
+        self._retry_redis(self.register)  # Redis may have gone away during the benchmark
+        if not self._registered:  # stopped while waiting
+            raise WorkerShutdown()
         self.heartbeat.start()
         log.info("worker %s (%s) joined: backend %s on %s, apps %s", self.name, self.worker_id,
                  self.info.backend, self.info.device_name, ", ".join(self.apps))
@@ -131,6 +140,7 @@ class Worker:
         self.client.register_worker(
             self.worker_id, self._fields, list(self.apps),
             {a: b.for_registry() for a, b in self.benchmarks.items()})
+        self._registered = True
 
     # ---- signals --------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -161,7 +171,8 @@ class Worker:
                 self._in_setup = False
             self._loop()
         except WorkerShutdown:
-            log.info("shutdown requested during a task; releasing leases")
+            log.info("shutdown requested %s", "during a task; releasing leases"
+                     if self._registered else "during start-up")
         finally:
             self._shutdown()
         return 0
@@ -315,7 +326,7 @@ class Worker:
         heartbeat = getattr(self, "heartbeat", None)
         if heartbeat is not None:
             heartbeat.stop()
-        if getattr(self, "worker_id", None) and self._fields:
+        if self._registered:
             try:
                 released = self.client.deregister_worker(self.worker_id)
                 if released:
@@ -329,7 +340,7 @@ class Worker:
                 log.warning("teardown of %s failed: %s", app.name, exc)
         if heartbeat is not None and heartbeat.is_alive():
             heartbeat.join(timeout=self.settings.heartbeat_interval_s + 5)
-        if self._fields:
+        if self._registered:
             log.info("worker stopped after %d task(s)", self.tasks_done)
 
 
