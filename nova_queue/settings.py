@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nova_queue.errors import ConfigError
+from nova_queue.keys import check_namespace
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 
@@ -24,7 +25,8 @@ class Settings:
     #: Redis URL; ``redis://``, ``rediss://`` (TLS) and ``unix://``, credentials included.
     #: Env ``NOVA_REDIS_URL``, falling back to ``REDIS_URL``.
     redis_url: str = DEFAULT_REDIS_URL
-    #: Namespace: every key is ``nova:{<namespace>}:...``. Env ``NOVA_NAMESPACE``.
+    #: Namespace: every key is ``nova:{<namespace>}:...``; 1 to 64 of ``A-Z a-z 0-9 _ . -``
+    #: (:data:`~nova_queue.keys.NAMESPACE_RE`). Env ``NOVA_NAMESPACE``.
     namespace: str = "default"
     #: Result store URL: ``file:///abs/path`` or ``s3://bucket/prefix``. Env ``NOVA_STORE_URL``.
     #: Empty means ``file://<home>/.nova/results``.
@@ -62,8 +64,7 @@ class Settings:
     webhook_url: str = ""
 
     def __post_init__(self) -> None:
-        if not self.namespace or any(c in self.namespace for c in "{}: \t\n"):
-            raise ConfigError(f"invalid namespace {self.namespace!r}: no braces, colons or spaces")
+        check_namespace(self.namespace)
         if self.heartbeat_interval_s <= 0 or self.lease_ttl_s <= 0:
             raise ConfigError("heartbeat interval and lease TTL must be positive")
         # a holder renews at most one interval late and one more after an outage; the

@@ -23,7 +23,6 @@ BUILT = {
     "nova:{ns}:workers": K.workers(),
     "nova:{ns}:alive": K.alive(),
     "nova:{ns}:worker:<wid>": K.worker("W"),
-    "nova:{ns}:hb:<wid>": K.heartbeat("W"),
     "nova:{ns}:held:<wid>": K.held("W"),
     "nova:{ns}:app:<app>:workers": K.app_workers("A"),
     "nova:{ns}:app:<app>:fleet": K.app_fleet("A"),
