@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from nova_queue import errors
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
-from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_RENEW_LEASES
+from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.settings import Settings
 
@@ -146,6 +146,8 @@ class WorkerCalls:
     def _commit_args(self, worker_id: str, lease: Lease, result_key: str, run_s: float,
                      warm: bool, meta: Mapping[str, Any] | None) -> list[Any]:
         """complete-11's ARGV (also complete_claim-15's ARGV[1..11])."""
+        if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
+            raise errors.InputError(f"run_s must be a number from 0 to {MAX_RUN_S}, not {run_s!r}")
         return [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
                 result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha,
                 self._maxlen, json.dumps(dict(meta)) if meta else "{}"]

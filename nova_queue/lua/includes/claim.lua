@@ -158,6 +158,19 @@ local function claim_tasks(K, A)
       removed = removed + 1
       return
     end
+    if t[3] and #t[3] > MAX_INPUT_BYTES then -- written by hand past enqueue's limit: fail it
+      local job_key = prefix .. 'job:' .. job_id
+      redis.call('ZREM', pending_key, tid)
+      redis.call('HSET', task_key, 'state', 'failed', 'input', '', 'error_kind', 'error',
+        'error', 'input longer than ' .. MAX_INPUT_BYTES .. ' bytes')
+      redis.call('ZADD', ctx.failed, now, tid)
+      redis.call('HINCRBY', job_key, 'pending', -1)
+      redis.call('HINCRBY', job_key, 'failed', 1)
+      j[3] = (tonumber(j[3]) or 0) - 1 -- the counts written below for this job's leases
+      finish_job_if_done(ctx, job_key, job_id, now)
+      removed = removed + 1
+      return
+    end
     local oom = t[2] and string.sub(t[2], 1, MAX_OOM_BYTES)
     if oom and string.find(',' .. oom .. ',', ',' .. wid .. ',', 1, true) then
       live_workers = live_workers or redis.call('SCARD', app_workers_key)
