@@ -62,6 +62,10 @@ class Settings:
     #: URL the post-worker POSTs a JSON summary to when a job finishes (RQ retries a non-2xx
     #: answer); empty sends nothing. Env ``NOVA_WEBHOOK_URL``.
     webhook_url: str = ""
+    #: Folders (``os.pathsep``-separated) under which a txt2img job's ``model`` may name a
+    #: pipeline folder, besides hub ids and the worker's own ``-o model=DIR``; empty: none.
+    #: Env ``NOVA_MODEL_ROOTS``.
+    model_roots: str = ""
 
     def __post_init__(self) -> None:
         check_namespace(self.namespace)
