@@ -151,20 +151,26 @@ def test_claim_checks_k_ttl_gap_maxlen_limit_and_ids_before_anything(nova, overr
     assert nova.pending_count("synthetic") == 1
 
 
-def test_scripts_refuse_keys_of_another_namespace_or_worker(nova, redis_url):
+def test_scripts_check_their_keys(nova, redis_url):
     from nova_queue import NovaClient
 
-    nova.enqueue("synthetic", [TaskSpec("p", 1.0)])
-    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    lease = leased(nova, "w")
     other = NovaClient.from_url(redis_url, namespace=nova.keys.namespace + "-other")
     try:
-        keys = nova._worker_keys("w", "synthetic")
-        res = nova.scripts.call("claim", keys, [other.prefix, "w", "synthetic", 1, 10_000, 5000,
-                                                1000, 100, "a1"])
+        # off the hot path, KEYS must be exactly what Keyspace builds for the call
+        res = nova.scripts.call("retry", [other.keys.task(lease.task_id),
+                                          other.keys.job(lease.job_id),
+                                          other.keys.pending("synthetic"), other.keys.failed(),
+                                          other.keys.finished(), other.keys.events()],
+                                [nova.prefix, lease.task_id, 1000])
         assert res[0] == BAD_INPUT and "KEYS" in res[1]
-        res = nova.scripts.call("claim", nova._worker_keys("someone-else", "synthetic"),
-                                [nova.prefix, "w", "synthetic", 1, 10_000, 5000, 1000, 100, "a1"])
-        assert res[0] == BAD_INPUT
+        # complete: KEYS[1] and KEYS[2] must be the reported task's and its job's
+        keys = [nova.keys.task(f"{lease.job_id}:1"), nova.keys.job(lease.job_id),
+                *nova._commit_keys("w", "synthetic")]
+        res = nova.scripts.call("complete", keys, [
+            nova.prefix, "w", lease.task_id, lease.lease_gen, lease.attempt_id, rkey(lease),
+            "1.0", "1", "0.3", "1000", "{}"])
+        assert res[0] == BAD_INPUT and nova.task(lease.task_id).state == "leased"
     finally:
         other.close()
 

@@ -15,6 +15,7 @@
   -11  BAD_STATE (the job was published; it cannot be aborted)
 ]]
 --- @include "common"
+--- @include "checks"
 --- @include "staging"
 
 local job_key, staging_key, stage_key = KEYS[1], KEYS[2], KEYS[3]

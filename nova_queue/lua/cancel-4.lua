@@ -23,6 +23,7 @@
   -11  BAD_STATE (the job already finished, or is still staging)
 ]]
 --- @include "common"
+--- @include "checks"
 
 local job_key, pending_key = KEYS[1], KEYS[2]
 local prefix, job_id = ARGV[1], ARGV[2]

@@ -61,9 +61,6 @@ local bad = check_claim_args(ARGV)
 if bad then
   return bad_input(bad)
 end
-if not keys_are(ARGV[1], KEYS, claim_key_names(ARGV[2], ARGV[3])) then
-  return bad_input('KEYS do not match the namespace, worker and app')
-end
 return claim_tasks({
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
   KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12],

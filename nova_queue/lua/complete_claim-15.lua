@@ -53,11 +53,6 @@ for i = 17, #ARGV do
   claim_argv[#claim_argv + 1] = ARGV[i]
 end
 local bad = check_claim_args(claim_argv)
-if not bad and (not is_name(ARGV[12], 64) or KEYS[12] ~= ARGV[1] .. 'pending:' .. ARGV[12]
-    or KEYS[13] ~= ARGV[1] .. 'app:' .. ARGV[12] .. ':fleet'
-    or KEYS[14] ~= ARGV[1] .. 'app:' .. ARGV[12] .. ':workers' or KEYS[15] ~= ARGV[1] .. 'meta') then
-  bad = 'KEYS do not match the namespace and the app to claim for'
-end
 if bad then
   return bad_input(bad)
 end

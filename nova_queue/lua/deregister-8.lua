@@ -19,6 +19,7 @@
   {-9, message} (BAD_INPUT) for an invalid worker id, MAXLEN or KEYS (nothing written)
 ]]
 --- @include "common"
+--- @include "checks"
 --- @include "release"
 
 local prefix, wid = ARGV[1], ARGV[2]

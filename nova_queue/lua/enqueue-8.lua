@@ -38,6 +38,7 @@
   -11 BAD_STATE    (job not in staging, or chunk out of order, or publish with missing tasks)
 ]]
 --- @include "common"
+--- @include "checks"
 
 local job_key, jobs_key, staging_key, stage_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local pending_key, seq_key, events_key, apps_key = KEYS[5], KEYS[6], KEYS[7], KEYS[8]

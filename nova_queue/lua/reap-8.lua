@@ -25,6 +25,7 @@
     or {-9, message} (BAD_INPUT): an argument or KEYS is invalid (nothing written)
 ]]
 --- @include "common"
+--- @include "checks"
 --- @include "clock"
 --- @include "release"
 --- @include "staging"

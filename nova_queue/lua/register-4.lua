@@ -24,6 +24,7 @@
   {-9, message} (BAD_INPUT): nothing was written
 ]]
 --- @include "common"
+--- @include "checks"
 
 -- fields written by the scripts, never by a worker's registration
 local OWNED = {

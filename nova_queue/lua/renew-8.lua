@@ -27,6 +27,7 @@
   -10  WORKER_LOST: the worker is not registered or was declared lost; every lease is lost
 ]]
 --- @include "common"
+--- @include "checks"
 --- @include "clock"
 --- @include "release"
 

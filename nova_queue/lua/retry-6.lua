@@ -19,6 +19,7 @@
   -11  BAD_STATE (the task is not failed, or its job was cancelled)
 ]]
 --- @include "common"
+--- @include "checks"
 
 local task_key, job_key, pending_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, tid = ARGV[1], ARGV[2]

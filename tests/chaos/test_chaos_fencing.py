@@ -14,7 +14,7 @@ from chaos_history import Accepted, check, invariants
 from helpers import expire_lease
 
 from nova_queue import TaskSpec
-from nova_queue.errors import InputError, StaleResultError, TaskNotFoundError
+from nova_queue.errors import StaleResultError, TaskNotFoundError
 
 RACES = 30
 FORGERIES_PER_TASK = 12
@@ -106,7 +106,7 @@ def _forgeries(lease, rng):
         ("w", dataclasses.replace(lease, lease_gen=lease.lease_gen + 1), StaleResultError),
         ("w", dataclasses.replace(lease, lease_gen=lease.lease_gen - 1), StaleResultError),
         ("w", dataclasses.replace(lease, attempt_id="forged"), StaleResultError),
-        ("w", dataclasses.replace(lease, attempt_id=""), InputError),  # malformed: refused first
+        ("w", dataclasses.replace(lease, attempt_id=""), StaleResultError),
         ("w", dataclasses.replace(lease, task_id=f"{lease.job_id}:9999", index=9999),
          TaskNotFoundError),
         ("w", dataclasses.replace(lease, task_id="nojob:0", job_id="nojob", index=0),
@@ -160,6 +160,5 @@ def test_forged_completions_and_failures_are_rejected(nova_chaos, record):
     verdict = check(nova, [job], accepted=accepted, expect="done")
     assert not invariants(nova, [job])
     record(4, verdict, started)
-    # unknown-task forgeries have no task to attach an event to: 4 per lease; malformed
-    # ones (an empty attempt id) are refused as bad input before the fence: 2 per lease
-    assert verdict.rejected == refused - 10 * 4 - 10 * 2
+    # unknown-task forgeries have no task to attach an event to: 4 per lease
+    assert verdict.rejected == refused - 10 * 4

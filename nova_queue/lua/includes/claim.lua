@@ -4,7 +4,8 @@
   reading or writing anything (complete_claim-15 calls it before its commit).
 ]]
 local function check_claim_args(A)
-  if not is_name(A[2], 128) or not is_name(A[3], 64) then
+  -- the worker id needs no pattern: only a registered worker (register checks it) claims
+  if #A < 9 or #A[2] > 128 or #A[3] > 64 then
     return 'invalid worker id or app name'
   end
   local k = int_in(A[4], 1, MAX_CLAIM_K)
@@ -24,13 +25,6 @@ local function check_claim_args(A)
   return nil
 end
 
--- claim-12's KEYS after the prefix, for keys_are.
-local function claim_key_names(wid, app)
-  return { 'pending:' .. app, 'worker:' .. wid, 'held:' .. wid, 'app:' .. app .. ':fleet',
-    'app:' .. app .. ':workers', 'leases', 'alive', 'inflight', 'failed', 'finished', 'meta',
-    'events' }
-end
-
 -- The held set's members, at most MAX_HELD_VISIT of them (a worker holds at most a few;
 -- the set is writable, so its size is not trusted).
 local function held_members(held_key)
@@ -38,6 +32,26 @@ local function held_members(held_key)
     return redis.call('SMEMBERS', held_key)
   end
   return redis.call('SRANDMEMBER', held_key, MAX_HELD_VISIT)
+end
+
+-- A pending task a claim meets but must not lease: its job was cancelled (the task is
+-- cancelled), or its input was written by hand past enqueue's limit (the task fails).
+-- j = the job's cached {state, params, pending, leased}; its pending count is kept current.
+local function drop(ctx, pending_key, now, tid, task_key, job_id, j)
+  local job_key = ctx.prefix .. 'job:' .. job_id
+  redis.call('ZREM', pending_key, tid)
+  if j[1] == 'cancelled' then
+    redis.call('HSET', task_key, 'state', 'cancelled')
+    redis.call('HINCRBY', job_key, 'cancelled', 1)
+  else
+    redis.call('HSET', task_key, 'state', 'failed', 'input', '', 'error_kind', 'error',
+      'error', 'input longer than ' .. MAX_INPUT_BYTES .. ' bytes')
+    redis.call('ZADD', ctx.failed, now, tid)
+    redis.call('HINCRBY', job_key, 'failed', 1)
+  end
+  redis.call('HINCRBY', job_key, 'pending', -1)
+  j[3] = (tonumber(j[3]) or 0) - 1 -- the counts written below for this job's leases
+  finish_job_if_done(ctx, job_key, job_id, now)
 end
 
 local function claim_tasks(K, A)
@@ -131,57 +145,6 @@ local function claim_tasks(K, A)
   local live_workers = nil
   local removed = 0 -- members dropped from the set by this scan
 
-  local function visit(tid)
-    local task_key = prefix .. 'task:' .. tid
-    local t = is_task_id(tid) and redis.call('HMGET', task_key, 'cost', 'oom', 'input',
-      'lease_gen', 'attempt_count', 'state')
-    if not t or t[6] ~= 'pending' then
-      redis.call('ZREM', pending_key, tid)
-      removed = removed + 1
-      return
-    end
-    local job_id = job_of(tid)
-    local j = jobs[job_id]
-    if not j then
-      j = redis.call('HMGET', prefix .. 'job:' .. job_id, 'state', 'params', 'pending', 'leased')
-      jobs[job_id] = j
-    end
-    if j[1] == 'staging' then
-      return -- being published (enqueue-8 moves a large job in chunks): not yet claimable
-    elseif j[1] == 'cancelled' then
-      local job_key = prefix .. 'job:' .. job_id
-      redis.call('ZREM', pending_key, tid)
-      redis.call('HSET', task_key, 'state', 'cancelled')
-      redis.call('HINCRBY', job_key, 'pending', -1)
-      redis.call('HINCRBY', job_key, 'cancelled', 1)
-      finish_job_if_done(ctx, job_key, job_id, now)
-      removed = removed + 1
-      return
-    end
-    if t[3] and #t[3] > MAX_INPUT_BYTES then -- written by hand past enqueue's limit: fail it
-      local job_key = prefix .. 'job:' .. job_id
-      redis.call('ZREM', pending_key, tid)
-      redis.call('HSET', task_key, 'state', 'failed', 'input', '', 'error_kind', 'error',
-        'error', 'input longer than ' .. MAX_INPUT_BYTES .. ' bytes')
-      redis.call('ZADD', ctx.failed, now, tid)
-      redis.call('HINCRBY', job_key, 'pending', -1)
-      redis.call('HINCRBY', job_key, 'failed', 1)
-      j[3] = (tonumber(j[3]) or 0) - 1 -- the counts written below for this job's leases
-      finish_job_if_done(ctx, job_key, job_id, now)
-      removed = removed + 1
-      return
-    end
-    local oom = t[2] and string.sub(t[2], 1, MAX_OOM_BYTES)
-    if oom and string.find(',' .. oom .. ',', ',' .. wid .. ',', 1, true) then
-      live_workers = live_workers or redis.call('SCARD', app_workers_key)
-      if select(2, string.gsub(oom, '[^,]+', '')) < live_workers then
-        return
-      end
-    end
-    candidates[#candidates + 1] = tid
-    tasks[#tasks + 1] = t
-  end
-
   local offset, window = 0, k
   for round = 1, 2 do -- k entries, then 32 more: never more, whatever the set holds
     local scan = redis.call('ZRANGE', pending_key, offset, offset + window - 1)
@@ -189,7 +152,39 @@ local function claim_tasks(K, A)
       if #candidates >= k then
         break
       end
-      visit(tid)
+      repeat -- one member; `break` goes on to the next
+        local task_key = prefix .. 'task:' .. tid
+        local job_id = #tid <= 80 and job_of(tid) -- nil: not a task id
+        local t = job_id and redis.call('HMGET', task_key, 'cost', 'oom', 'input', 'lease_gen',
+          'attempt_count', 'state')
+        if not t or t[6] ~= 'pending' then
+          redis.call('ZREM', pending_key, tid)
+          removed = removed + 1
+          break
+        end
+        local j = jobs[job_id]
+        if not j then
+          j = redis.call('HMGET', prefix .. 'job:' .. job_id, 'state', 'params', 'pending', 'leased')
+          jobs[job_id] = j
+        end
+        if j[1] == 'staging' then
+          break -- being published (enqueue-8 moves a large job in chunks): not yet claimable
+        end
+        if j[1] == 'cancelled' or #(t[3] or '') > MAX_INPUT_BYTES then
+          drop(ctx, pending_key, now, tid, task_key, job_id, j)
+          removed = removed + 1
+          break
+        end
+        local oom = t[2] and string.sub(t[2], 1, MAX_OOM_BYTES)
+        if oom and string.find(',' .. oom .. ',', ',' .. wid .. ',', 1, true) then
+          live_workers = live_workers or redis.call('SCARD', app_workers_key)
+          if select(2, string.gsub(oom, '[^,]+', '')) < live_workers then
+            break
+          end
+        end
+        candidates[#candidates + 1] = tid
+        tasks[#tasks + 1] = t
+      until true
     end
     if #candidates >= k or #scan < window then
       break

@@ -41,7 +41,7 @@ end
 -- An integer in [lo, hi], else nil.
 local function int_in(x, lo, hi)
   local n = num_in(x, lo, hi)
-  if n and n == math.floor(n) then
+  if n and n % 1 == 0 then
     return n
   end
   return nil
@@ -56,42 +56,15 @@ local function is_name(s, max) -- app names (64), worker ids (128)
   return type(s) == 'string' and #s <= max and string.match(s, '^[A-Za-z0-9_.%-]+$') ~= nil
 end
 
-local function is_attempt_id(s)
-  return is_job_id(s)
-end
+local is_attempt_id = is_job_id
 
--- "<job>:<index>" with a valid job id and a decimal index without leading zeros.
+-- "<job>:<index>": a job id and a decimal index.
 local function is_task_id(s)
-  if type(s) ~= 'string' or #s > 90 then
-    return false
-  end
-  local job, index = string.match(s, '^([A-Za-z0-9_%-]+):(%d+)$')
-  return job ~= nil and #job <= 64 and #index <= 15 and (index == '0' or string.sub(index, 1, 1) ~= '0')
-end
-
--- A lease_gen as the scripts write it: a decimal integer without leading zeros.
-local function is_gen(s)
-  return type(s) == 'string' and #s <= 15 and (s == '0' or string.match(s, '^[1-9]%d*$') ~= nil)
+  return type(s) == 'string' and #s <= 80 and string.find(s, '^[A-Za-z0-9_%-]+:%d+$') ~= nil
 end
 
 local function bad_input(message)
   return { -9, message }
-end
-
--- The keys a script received are exactly those nova_queue/keys.py builds for its ARGV:
--- K[i] == prefix .. names[i] (names[i] = false skips a key checked later), and the prefix
--- is a namespace's ("nova:{<ns>}:"), so keys built from it stay in that namespace.
-local function keys_are(prefix, K, names)
-  if type(prefix) ~= 'string' or #prefix > 72
-      or not string.match(prefix, '^nova:{[A-Za-z0-9_.%-]+}:$') then
-    return false
-  end
-  for i, name in ipairs(names) do
-    if name and K[i] ~= prefix .. name then
-      return false
-    end
-  end
-  return true
 end
 
 -- Redis TIME in milliseconds: the one clock every worker agrees on.
