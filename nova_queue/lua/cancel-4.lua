@@ -52,7 +52,8 @@ end
 
 -- the job's score range in the pending set (the fields only aim the range; the members
 -- found are checked one by one)
-local first = tonumber(pending_score(int_in(j[4], -1000, 1000) or 0, (int_in(j[5], 0, 2 ^ 42) or 0) + 1))
+local priority, seq0 = int_in(j[4], -1000, 1000) or 0, int_in(j[5], 0, 2 ^ 42) or 0
+local first = tonumber(pending_score(priority, seq0 + 1))
 local last = first + (int_in(j[2], 1, MAX_JOB_TASKS) or MAX_JOB_TASKS) - 1
 local from = cursor > 0 and ('(' .. int(cursor)) or int(first)
 local found = redis.call('ZRANGEBYSCORE', pending_key, from, int(last), 'WITHSCORES',

@@ -46,7 +46,7 @@
              lease_gen, attempt_id, attempt, deadline_ms, predicted_s}
     2 WAIT   payload = retry-after hint (ms): faster workers will finish the work sooner
     3 EMPTY  payload = retry-after hint (ms): nothing pending and nothing in flight
-   -9 BAD_INPUT    {-9, message}: an argument or a key is invalid; nothing was read or written
+   -9 BAD_INPUT    {-9, message}: an argument is out of range; nothing was read or written
   -10 WORKER_LOST  the worker is not registered (or was declared lost): register again
 
   Bounds: the candidate scan reads k + 32 pending entries at most, the slow path weighs the

@@ -31,9 +31,9 @@
   ARGV[10] events MAXLEN (approximate, 1..10^9)
   ARGV[11] provenance metadata (JSON object of at most 64 KiB, stored as is)
 
-  Checks: ids, KEYS and MAXLEN before anything else; the fence next (a stale report is
-  rejected as stale whatever else it carries); then the holder's result key, numbers and
-  metadata, before anything is written.
+  Checks: sizes, KEYS[1..2] and MAXLEN before anything else; the fence next (a stale
+  report is rejected as stale whatever else it carries); then the holder's result key,
+  numbers and metadata, before anything is written.
 
   Returns {code, job_finished}
     0  OK           job_finished = 1 if this commit finished the job

@@ -35,7 +35,7 @@
     commit_code, job_finished: as complete-11 (0 OK, 1 ALREADY)
     claim_code, now_ms, payload: as claim-12 (0 OK, 2 WAIT, 3 EMPTY, -10 WORKER_LOST)
   or {commit_code, 0} when the commit is rejected (complete-11's codes -1 .. -6): no claim.
-  or {-9, message} (BAD_INPUT) when an argument or key is invalid: nothing was written
+  or {-9, message} (BAD_INPUT) when an argument is invalid: nothing was written
   (the claim's arguments and keys are checked before the commit).
 ]]
 --- @include "common"

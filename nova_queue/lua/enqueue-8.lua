@@ -62,7 +62,8 @@ if n ~= math.floor(n) then
 end
 for i = 0, n - 1 do
   if #ARGV[8 + 2 * i] > MAX_INPUT_BYTES then
-    return bad_input('task ' .. (start + i) .. ': input longer than ' .. MAX_INPUT_BYTES .. ' bytes')
+    return bad_input('task ' .. (start + i) .. ': input longer than ' .. MAX_INPUT_BYTES
+      .. ' bytes')
   end
   if not num_in(ARGV[9 + 2 * i], MIN_COST, MAX_COST) then
     return bad_input('task ' .. (start + i) .. ': cost must be a number from 1e-9 to 1e9')
@@ -80,7 +81,8 @@ if create then
     ok, meta = pcall(cjson.decode, ARGV[5])
   end
   if not ok or type(meta) ~= 'table' then
-    return bad_input('job fields are not a JSON object of at most ' .. 2 * MAX_META_BYTES .. ' bytes')
+    return bad_input('job fields are not a JSON object of at most ' .. 2 * MAX_META_BYTES
+      .. ' bytes')
   end
   app = meta.app
   priority, total = int_in(meta.priority or 0, -1000, 1000), int_in(meta.total, 1, MAX_JOB_TASKS)

@@ -36,7 +36,8 @@ local limit, age_ms = int_in(ARGV[5], 0, MAX_REAP), int_in(ARGV[6], 0, 1e15)
 if not ttl_ms or not gap_ms or not limit or not age_ms or not int_in(ARGV[4], 1, MAX_EVENTS_MAXLEN)
     or not keys_are(prefix, KEYS, { 'leases', 'alive', 'inflight', 'failed', 'finished', 'meta',
       'events', 'staging' }) then
-  return bad_input('lease TTL, gap, events MAXLEN, limit or age out of range, or KEYS that do not match')
+  return bad_input('lease TTL, gap, events MAXLEN, limit or age out of range, '
+    .. 'or KEYS that do not match')
 end
 local ctx = {
   prefix = prefix, leases = KEYS[1], alive = KEYS[2], inflight = KEYS[3], failed = KEYS[4],

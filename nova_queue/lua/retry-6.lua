@@ -42,7 +42,7 @@ if t[1] ~= 'failed' or j[1] == 'cancelled' then
 end
 redis.call('HSET', task_key, 'state', 'pending', 'attempt_count', 0)
 redis.call('HDEL', task_key, 'oom')
-redis.call('ZADD', pending_key, task_score(int_in(j[2], -1000, 1000) or 0, int_in(j[3], 0, 2 ^ 42) or 0, tid), tid)
+redis.call('ZADD', pending_key, task_score(j[2], j[3], tid), tid)
 redis.call('ZREM', KEYS[4], tid)
 redis.call('HINCRBY', job_key, 'failed', -1)
 redis.call('HINCRBY', job_key, 'pending', 1)

@@ -83,7 +83,8 @@ local function remove_worker(ctx, wid, now, state, held_key)
     redis.call('ZREM', ctx.prefix .. 'app:' .. app .. ':fleet', wid)
   end
   local lost = state == 'lost'
-  local message = lost and ('worker ' .. string.sub(w[2] or wid, 1, 200) .. ' lost: heartbeat expired') or ''
+  local name = string.sub(w[2] or wid, 1, 200)
+  local message = lost and ('worker ' .. name .. ' lost: heartbeat expired') or ''
   local released = 0
   if ctx.budget > 0 then
     local held = redis.call('SRANDMEMBER', held_key, math.min(MAX_HELD_VISIT, ctx.budget))
