@@ -19,6 +19,7 @@ from benchlib import RedisServer, evalsha_stats, log, median, redis_cpu_s, wait_
 from fleet import start_pull_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.keys import result_key
 
 APP = "noop"
 LONG_TTL_S = 600.0  # no heartbeats run here: leases and registrations must not expire
@@ -47,9 +48,14 @@ def _nova_loop(url: str, ns: str, worker_id: str, barrier: Any, out: Any) -> Non
         (lease,) = res.leases
         n += 1
         # as the worker does: the commit claims the next task in the same call
-        _, nxt = client.complete_and_claim(worker_id, lease, "noop", run_s=0.0, warm=True)
+        _, nxt = client.complete_and_claim(worker_id, lease, _key(lease), run_s=0.0, warm=True)
         res = nxt if nxt is not None else client.claim(worker_id, APP, 1)
     out.put((first, time.time(), n))
+
+
+def _key(lease: Any) -> str:
+    """The result key a commit of ``lease`` names (``complete`` accepts no other)."""
+    return result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
 
 
 def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, float]:
@@ -130,7 +136,7 @@ def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, 
     depth = 2 * n_calls + 2 * fleet_size + 2
     client.enqueue(APP, [TaskSpec(f"noop {i}", 1.0) for i in range(depth)])
     lease = client.claim("w0", APP).leases[0]  # one warm run: w0 has a measured speed
-    client.complete("w0", lease, "noop", run_s=0.001, warm=True)
+    client.complete("w0", lease, _key(lease), run_s=0.001, warm=True)
 
     def phase(fn: Any) -> dict[str, float]:
         r.config_resetstat()
@@ -143,7 +149,7 @@ def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, 
 
     claim = phase(lambda: [client.claim("w0", APP).leases[0] for _ in range(n_calls)])
     leases = claim.pop("result")
-    commit = phase(lambda: [client.complete("w0", x, "noop", run_s=0.001, warm=True)
+    commit = phase(lambda: [client.complete("w0", x, _key(x), run_s=0.001, warm=True)
                             for x in leases])
     commit.pop("result")
     lease = client.claim("w0", APP).leases[0]
@@ -151,7 +157,7 @@ def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, 
     def commit_and_claim() -> None:
         nonlocal lease
         for _ in range(n_calls):
-            _, nxt = client.complete_and_claim("w0", lease, "noop", run_s=0.001, warm=True)
+            _, nxt = client.complete_and_claim("w0", lease, _key(lease), run_s=0.001, warm=True)
             lease = nxt.leases[0]
 
     both = phase(commit_and_claim)

@@ -16,6 +16,7 @@ Compiled runs are on by default on cuda/rocm only (``--force-compile`` elsewhere
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -66,7 +67,8 @@ def bench_mode(ctx: AppContext, model: str, *, compiled: bool, size: tuple[int, 
                steps: int, batches: list[int], iters: int) -> list[dict[str, Any]]:
     """One row per batch size for a fresh app (eager or compiled)."""
     app = Txt2ImgApp()
-    app.setup(ctx)
+    # the operator's model, as a worker's `-o model=DIR`: a folder is then an allowed root
+    app.setup(dataclasses.replace(ctx, options={**ctx.options, "model": model}))
     width, height = size
     raw = {"model": model, "width": width, "height": height, "steps": steps,
            "compile": compiled}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -18,7 +17,16 @@ import redis
 
 from nova_queue import errors
 from nova_queue.connection import connect
-from nova_queue.keys import APP_NAME_RE, Keyspace, split_task_id, task_id
+from nova_queue.keys import APP_NAME_RE, JOB_ID_RE, Keyspace, split_task_id, task_id
+from nova_queue.limits import (
+    MAX_ATTEMPTS,
+    MAX_CHUNK,
+    MAX_COST,
+    MAX_INPUT_BYTES,
+    MAX_JOB_TASKS,
+    MAX_VISIT,
+    MIN_COST,
+)
 from nova_queue.models import (
     Event,
     JobStatus,
@@ -32,11 +40,8 @@ from nova_queue.worker_calls import WorkerCalls
 
 log = logging.getLogger(__name__)
 
-_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: Tasks per enqueue call; larger jobs are staged chunk by chunk and published at once.
-ENQUEUE_CHUNK = 10_000
-#: Longest task input accepted (bytes of UTF-8).
-MAX_INPUT_BYTES = 64 * 1024
+ENQUEUE_CHUNK = MAX_CHUNK
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 
@@ -84,7 +89,10 @@ class NovaClient(WorkerCalls):
         return self.settings.events_maxlen
 
     def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]:
-        return self.scripts.call(name, keys, args)
+        res = self.scripts.call(name, keys, args)
+        if res and res[0] == errors.BAD_INPUT:  # every script answers {-9, message}
+            raise errors.InputError(f"{name}: {res[1] if len(res) > 1 else 'invalid input'}")
+        return res
 
     # ---- producer side ----------------------------------------------------------------
     def enqueue(self, app: str, tasks: Sequence[TaskSpec], *,
@@ -120,9 +128,14 @@ class NovaClient(WorkerCalls):
 
         def send(args: list[Any]) -> None:
             nonlocal created
-            code, detail = self._call("enqueue", keys, args)
-            errors.raise_for_code(code, job_id=job_id, detail=str(detail))
+            res = self._call("enqueue", keys, args)
+            errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
             created = True
+            # a large job into a busy queue is published 2,000 tasks per call
+            while int(res[2]) > 0:
+                res = self._call("enqueue", keys, [self.prefix, job_id, 0, 1, "", len(tasks),
+                                                   self._maxlen])
+                errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
 
         inflight: Future[None] | None = None
         try:
@@ -153,46 +166,52 @@ class NovaClient(WorkerCalls):
                       max_attempts: int) -> None:
         if not APP_NAME_RE.match(app):
             raise errors.InputError(f"invalid app name {app!r}")
-        if not _ID_RE.match(job_id):
+        if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
             raise errors.InputError(f"invalid job id {job_id!r}: use letters, digits, _ and -")
         if not tasks:
             raise errors.InputError("a job needs at least one task")
+        if len(tasks) > MAX_JOB_TASKS:
+            raise errors.InputError(f"a job has at most {MAX_JOB_TASKS} tasks")
         if not isinstance(priority, int) or not -1000 <= priority <= 1000:
             raise errors.InputError("priority must be an integer from -1000 to 1000")
-        if not isinstance(max_attempts, int) or max_attempts < 1:
-            raise errors.InputError("max attempts must be an integer >= 1")
+        if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
+            raise errors.InputError(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS}")
         for i, spec in enumerate(tasks):
             if not isinstance(spec.input, str):
                 raise errors.InputError(f"task {i}: input must be a string")
             if len(spec.input.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
                 raise errors.InputError(f"task {i}: input longer than {MAX_INPUT_BYTES} bytes")
-            if not (isinstance(spec.cost, (int, float)) and 0 < spec.cost < float("inf")):
-                raise errors.InputError(f"task {i}: cost must be a positive number")
+            if not (isinstance(spec.cost, (int, float)) and MIN_COST <= spec.cost <= MAX_COST):
+                raise errors.InputError(f"task {i}: cost must be a number from {MIN_COST:g} "
+                                        f"to {MAX_COST:g}")
 
     def _abort(self, job_id: str) -> None:
         k = self.keys
         try:
             while True:
                 code, left = self._call("abort", [k.job(job_id), k.staging(), k.stage(job_id)],
-                                        [self.prefix, job_id, ENQUEUE_CHUNK])
+                                        [self.prefix, job_id, MAX_VISIT])
                 if code != 0 or int(left) == 0:
                     return
         except redis.RedisError:
             log.warning("could not abort staged job %s; reap removes it within the hour", job_id)
 
     def cancel(self, job_id: str) -> None:
-        """Cancel a job: pending tasks are cancelled, in-flight results will be rejected."""
+        """Cancel a job: pending tasks are cancelled, in-flight results will be rejected.
+        Each call of the script visits at most 2,000 of the job's pending tasks."""
+        if not JOB_ID_RE.match(job_id):
+            raise errors.JobNotFoundError(f"unknown job {job_id!r}")
         app = self.redis.hget(self.keys.job(job_id), "app")
         if app is None:
             raise errors.JobNotFoundError(f"unknown job {job_id}")
         k = self.keys
-        start = 0
-        while start >= 0:
+        cursor = "0"
+        while cursor != "-1":
             code, nxt = self._call(
                 "cancel", [k.job(job_id), k.pending(app), k.finished(), k.events()],
-                [self.prefix, job_id, start, ENQUEUE_CHUNK, self._maxlen])
+                [self.prefix, job_id, cursor, MAX_VISIT, self._maxlen])
             errors.raise_for_code(code, job_id=job_id, detail=f"cannot cancel job {job_id}: {nxt}")
-            start = int(nxt)
+            cursor = str(nxt)
 
     def retry(self, tid: str) -> None:
         """Put a failed task back in the queue with fresh attempts."""
@@ -225,7 +244,8 @@ class NovaClient(WorkerCalls):
         return JobStatus.from_hash(h, [])
 
     def tasks(self, job_id: str, start: int = 0, stop: int | None = None) -> list[TaskInfo]:
-        """Tasks ``start`` .. ``stop - 1`` of a job."""
+        """Tasks ``start`` .. ``stop - 1`` of a job (up to the first 1000 missing in a row:
+        a job's ``total`` is a writable field, so it does not decide how long this reads)."""
         if stop is None:
             stop = int(self.redis.hget(self.keys.job(job_id), "total") or 0)
         out: list[TaskInfo] = []
@@ -234,7 +254,10 @@ class NovaClient(WorkerCalls):
             pipe = self.redis.pipeline(transaction=False)
             for tid in ids:
                 pipe.hgetall(self.keys.task(tid))
-            out += [TaskInfo.from_hash(tid, h) for tid, h in zip(ids, pipe.execute()) if h]
+            found = [TaskInfo.from_hash(tid, h) for tid, h in zip(ids, pipe.execute()) if h]
+            if not found:
+                break
+            out += found
         return out
 
     def task(self, tid: str) -> TaskInfo:

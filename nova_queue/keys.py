@@ -5,6 +5,12 @@ hash tag, so all keys of one namespace live in one slot and every script runs on
 cluster. Scripts build keys for ids they discover (task ids, worker ids, app names)
 from that same prefix; all other keys arrive in ``KEYS``.
 
+Names that become parts of keys use short safe alphabets, so no name can be a Redis ACL
+glob (``*``, ``?``, ``[``, ``\\``) or carry control characters: namespaces
+:data:`NAMESPACE_RE`, apps :data:`APP_NAME_RE`, job ids :data:`JOB_ID_RE`, worker ids and
+attempt ids :data:`WORKER_ID_RE` / :data:`ATTEMPT_ID_RE`. The Lua scripts check the same
+patterns (``lua/includes/common.lua``).
+
 Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
 Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
 G register, D deregister, T retry, A abort (complete_claim writes as K, then as C), and B the
@@ -29,8 +35,7 @@ nova:{ns}:finished                      zset     -    K F P X            Q
 nova:{ns}:workers                       zset     -    G P                U B M
 nova:{ns}:alive                         zset     -    G R P D            C P
 nova:{ns}:worker:<wid>                  hash     -    G C R K F P D      C U B M
-nova:{ns}:hb:<wid>                      string   TTL  G R D              U B
-nova:{ns}:held:<wid>                    set      -    C K F P D          P D
+nova:{ns}:held:<wid>                    set      -    C K F P D          C P D
 nova:{ns}:app:<app>:workers             set      -    G P D              B
 nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
 nova:{ns}:meta                          hash     -    C R P              C R P
@@ -64,8 +69,8 @@ Fields and members:
   and per app ``bench:<app>`` (startup benchmark, s per cost unit) ``ema:<app>`` (moving
   average of warm runs, s per cost unit) ``n:<app>`` (warm samples) ``cold:<app>``
   (first-run compile/warm-up s) ``load:<app>`` (load s) ``done:<app>``.
-- ``hb:<wid>``: ``1`` with a TTL of the lease TTL; renewed every heartbeat.
-- ``held:<wid>``: task ids the worker leases.
+- ``held:<wid>``: task ids the worker leases. (A worker's heartbeat is its score in
+  ``alive``; there is no separate heartbeat key, so the worker role needs no ``SET``.)
 - ``app:<app>:workers``: live workers serving the app; ``app:<app>:fleet``: those with a
   speed estimate, scored by it (s per cost unit).
 - ``meta``: ``last_tick_ms`` (last script run) and ``grace_until_ms`` (no reaping before;
@@ -85,9 +90,36 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from nova_queue.errors import ConfigError
+
 PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
+#: Namespaces become the hash tag of every key (``nova:{<ns>}:``) and the pattern of the
+#: documented ACL rules (``~nova:{<ns>}:*``): no glob characters, no controls, short.
+NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 #: App names become parts of keys (``pending:<app>``) and are checked against this.
-APP_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+APP_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
+#: Job ids (``job:<job>``, ``task:<job>:<index>``, result keys).
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+#: Worker ids (``worker:<wid>``, ``held:<wid>``).
+WORKER_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
+#: Attempt ids: a fresh random token per lease, part of the result key.
+ATTEMPT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+#: A result key's extension.
+RESULT_EXT_RE = re.compile(r"^[A-Za-z0-9]{1,16}\Z")
+
+
+def check_namespace(namespace: object) -> str:
+    """Return ``namespace`` if it matches :data:`NAMESPACE_RE`, else raise ConfigError."""
+    if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
+        shown = repr(namespace) if len(repr(namespace)) <= 80 else repr(namespace)[:77] + "..."
+        raise ConfigError(f"invalid namespace {shown}: use 1 to 64 letters, digits, '_', '.' "
+                         "or '-'")
+    return namespace
+
+
+def result_key(job_id: str, index: int, lease_gen: int, attempt_id: str, ext: str) -> str:
+    """The result-store key of one lease's result (the format ``complete`` enforces)."""
+    return f"jobs/{job_id}/results/{index:05d}-g{lease_gen}-{attempt_id}.{ext}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +127,9 @@ class Keyspace:
     """Builds every key of one namespace."""
 
     namespace: str = "default"
+
+    def __post_init__(self) -> None:
+        check_namespace(self.namespace)
 
     @property
     def prefix(self) -> str:
@@ -149,9 +184,6 @@ class Keyspace:
 
     def worker(self, worker_id: str) -> str:
         return self._k("worker", worker_id)
-
-    def heartbeat(self, worker_id: str) -> str:
-        return self._k("hb", worker_id)
 
     def held(self, worker_id: str) -> str:
         return self._k("held", worker_id)

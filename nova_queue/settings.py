@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from nova_queue.errors import ConfigError
+from nova_queue.keys import check_namespace
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 #: Largest prompts input ``enqueue`` reads by default (64 MiB).
@@ -26,7 +27,8 @@ class Settings:
     #: Redis URL; ``redis://``, ``rediss://`` (TLS) and ``unix://``, credentials included.
     #: Env ``NOVA_REDIS_URL``, falling back to ``REDIS_URL``.
     redis_url: str = DEFAULT_REDIS_URL
-    #: Namespace: every key is ``nova:{<namespace>}:...``. Env ``NOVA_NAMESPACE``.
+    #: Namespace: every key is ``nova:{<namespace>}:...``; 1 to 64 of ``A-Z a-z 0-9 _ . -``
+    #: (:data:`~nova_queue.keys.NAMESPACE_RE`). Env ``NOVA_NAMESPACE``.
     namespace: str = "default"
     #: Result store URL: ``file:///abs/path`` or ``s3://bucket/prefix``. Env ``NOVA_STORE_URL``.
     #: Empty means ``file://<home>/.nova/results``.
@@ -71,10 +73,13 @@ class Settings:
     #: URL the post-worker POSTs a JSON summary to when a job finishes (RQ retries a non-2xx
     #: answer); empty sends nothing. Env ``NOVA_WEBHOOK_URL``.
     webhook_url: str = ""
+    #: Folders (``os.pathsep``-separated) under which a txt2img job's ``model`` may name a
+    #: pipeline folder, besides hub ids and the worker's own ``-o model=DIR``; empty: none.
+    #: Env ``NOVA_MODEL_ROOTS``.
+    model_roots: str = ""
 
     def __post_init__(self) -> None:
-        if not self.namespace or any(c in self.namespace for c in "{}: \t\n"):
-            raise ConfigError(f"invalid namespace {self.namespace!r}: no braces, colons or spaces")
+        check_namespace(self.namespace)
         if self.heartbeat_interval_s <= 0 or self.lease_ttl_s <= 0:
             raise ConfigError("heartbeat interval and lease TTL must be positive")
         # a holder renews at most one interval late and one more after an outage; the

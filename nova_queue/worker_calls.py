@@ -10,13 +10,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nova_queue import errors
-from nova_queue.keys import APP_NAME_RE, Keyspace
+from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
+from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.settings import Settings
 
-#: Most lost workers and most expired leases one call reaps (each kind).
+#: Most lost workers and most expired leases one call reaps (each kind; the scripts cap it
+#: at 1000, and at 1000 leases released per call in all).
 REAP_LIMIT = 100
-#: Longest error message stored with a failed task.
+#: Longest error message stored with a failed task (the script keeps at most 8192 bytes).
 MAX_ERROR_CHARS = 2000
 #: A job still staging after this long was abandoned by its producer; reap deletes it.
 STAGING_ABANDONED_MS = 3600 * 1000
@@ -70,15 +72,17 @@ class WorkerCalls:
         """Join the fleet (or re-join); returns True if the id was known before."""
         app_list = [a for a in apps]
         for a in app_list:
-            if not APP_NAME_RE.match(a):
+            if not isinstance(a, str) or not APP_NAME_RE.match(a):
                 raise errors.InputError(f"invalid app name {a!r}")
+        if len(app_list) > MAX_APPS:
+            raise errors.InputError(f"a worker serves at most {MAX_APPS} apps")
+        _check_worker_id(worker_id)
         clean = {k: ("" if v is None else str(v)) for k, v in fields.items()}
         k = self.keys
         bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
                                  for a, b in (bench or {}).items()})
         _, rejoined = self._call(
-            "register",
-            [k.worker(worker_id), k.heartbeat(worker_id), k.workers(), k.alive(), k.events()],
+            "register", [k.worker(worker_id), k.workers(), k.alive(), k.events()],
             [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,
              json.dumps(clean), ",".join(app_list), bench_json])
         return bool(int(rejoined))
@@ -88,16 +92,16 @@ class WorkerCalls:
         k = self.keys
         code, released = self._call(
             "deregister",
-            [k.worker(worker_id), k.held(worker_id), k.heartbeat(worker_id), k.leases(),
-             k.alive(), k.inflight(), k.failed(), k.finished(), k.events()],
+            [k.worker(worker_id), k.held(worker_id), k.leases(), k.alive(), k.inflight(),
+             k.failed(), k.finished(), k.events()],
             [self.prefix, worker_id, self._maxlen])
         return int(released) if code == 0 else 0
 
     def claim(self, worker_id: str, app: str, k: int = 1,
               attempt_ids: Sequence[str] | None = None) -> ClaimResult:
-        """Lease up to ``k`` tasks of ``app``, or learn when to ask again."""
-        if k < 1:
-            raise ValueError("k must be >= 1")
+        """Lease up to ``k`` tasks of ``app`` (1..64), or learn when to ask again."""
+        if not 1 <= k <= MAX_CLAIM_K:
+            raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
         ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
         res = self._call(
             "claim", self._worker_keys(worker_id, app),
@@ -123,22 +127,27 @@ class WorkerCalls:
         return ClaimResult("ok", leases, 0.0, now_ms)
 
     def renew(self, worker_id: str, leases: Iterable[Lease]) -> RenewResult:
-        """Heartbeat: extend held leases; report lost ones (all of them if the worker is lost)."""
+        """Heartbeat: extend held leases (at most 1024); report lost ones (all of them if the
+        worker is lost)."""
         k = self.keys
         args: list[Any] = [self.prefix, worker_id, self.settings.lease_ttl_ms, self._gap_ms,
                            self._maxlen, REAP_LIMIT]
         for lease in leases:
             args += [lease.task_id, lease.lease_gen, lease.attempt_id]
+        if len(args) - 6 > 3 * MAX_RENEW_LEASES:
+            raise errors.InputError(f"a worker renews at most {MAX_RENEW_LEASES} leases")
         code, now_ms, lost = self._call(
             "renew",
-            [k.worker(worker_id), k.heartbeat(worker_id), k.leases(), k.alive(), k.inflight(),
-             k.failed(), k.finished(), k.meta(), k.events()], args)
+            [k.worker(worker_id), k.leases(), k.alive(), k.inflight(), k.failed(),
+             k.finished(), k.meta(), k.events()], args)
         return RenewResult(lost=list(lost), now_ms=int(now_ms),
                            worker_lost=int(code) == errors.WORKER_LOST)
 
     def _commit_args(self, worker_id: str, lease: Lease, result_key: str, run_s: float,
                      warm: bool, meta: Mapping[str, Any] | None) -> list[Any]:
         """complete-11's ARGV (also complete_claim-15's ARGV[1..11])."""
+        if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
+            raise errors.InputError(f"run_s must be a number from 0 to {MAX_RUN_S}, not {run_s!r}")
         return [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
                 result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha,
                 self._maxlen, json.dumps(dict(meta)) if meta else "{}"]
@@ -168,8 +177,8 @@ class WorkerCalls:
         the commit held, and the next ``claim`` raises WorkerLostError. Retrying after a
         lost reply with the same ``attempt_ids`` returns the same leases (and ALREADY).
         """
-        if k < 1:
-            raise ValueError("k must be >= 1")
+        if not 1 <= k <= MAX_CLAIM_K:
+            raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
         app = app or lease.app
         ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
         keys = self.keys
@@ -213,3 +222,9 @@ class WorkerCalls:
              STAGING_ABANDONED_MS])
         return {"workers_lost": int(workers), "leases_expired": int(leases),
                 "staged_deleted": int(deleted)}
+
+
+def _check_worker_id(worker_id: str) -> None:
+    if not isinstance(worker_id, str) or not WORKER_ID_RE.match(worker_id):
+        raise errors.InputError(f"invalid worker id {worker_id!r}: use 1 to 128 letters, digits, "
+                                "'_', '.' or '-'")

@@ -29,9 +29,8 @@ def expire_lease(nova, tid: str) -> None:
 
 
 def expire_worker(nova, wid: str) -> None:
-    """Seed state: the worker's heartbeat ran out."""
+    """Seed state: the worker's heartbeat ran out (its score in ``alive`` is in the past)."""
     nova.redis.zadd(nova.keys.alive(), {wid: 1})
-    nova.redis.delete(nova.keys.heartbeat(wid))
 
 
 def set_speed(nova, wid: str, app: str, s_per_cost: float, samples: int = 5) -> None:

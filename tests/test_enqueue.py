@@ -55,8 +55,8 @@ def test_staging_job_is_invisible_until_published(nova):
                        "total": 4, "name": ""})
     keys = [k.job(job), k.jobs(), k.staging(), k.stage(job), k.pending("synthetic"), k.seq(),
             k.events(), k.apps()]
-    code, _ = nova.scripts.call("enqueue", keys, [nova.prefix, job, 1, 0, meta, 0, 1000,
-                                                  "a", "1", "b", "1"])
+    code, _, _ = nova.scripts.call("enqueue", keys, [nova.prefix, job, 1, 0, meta, 0, 1000,
+                                                     "a", "1", "b", "1"])
     assert code == 0
     assert nova.redis.zcard(k.pending("synthetic")) == 0
     with pytest.raises(JobNotFoundError):
@@ -65,8 +65,9 @@ def test_staging_job_is_invisible_until_published(nova):
     # publishing with tasks missing is refused
     code, detail = nova.scripts.call("enqueue", keys, [nova.prefix, job, 0, 1, "", 2, 1000, "c", "1"])
     assert code == -11 and "3 of 4" in detail
-    code, _ = nova.scripts.call("enqueue", keys, [nova.prefix, job, 0, 1, "", 3, 1000, "d", "1"])
-    assert code == 0
+    code, _, left = nova.scripts.call("enqueue", keys,
+                                      [nova.prefix, job, 0, 1, "", 3, 1000, "d", "1"])
+    assert code == 0 and left == 0
     assert nova.job(job).pending == 4
     assert nova.redis.zcard(k.pending("synthetic")) == 4
 

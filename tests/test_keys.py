@@ -2,8 +2,11 @@
 
 import re
 
+import pytest
+import redis
+
 import nova_queue.keys as keys_module
-from nova_queue.keys import Keyspace, split_task_id, task_id
+from nova_queue.keys import NAMESPACE_RE, Keyspace, split_task_id, task_id
 
 K = Keyspace("ns1")
 
@@ -23,7 +26,6 @@ BUILT = {
     "nova:{ns}:workers": K.workers(),
     "nova:{ns}:alive": K.alive(),
     "nova:{ns}:worker:<wid>": K.worker("W"),
-    "nova:{ns}:hb:<wid>": K.heartbeat("W"),
     "nova:{ns}:held:<wid>": K.held("W"),
     "nova:{ns}:app:<app>:workers": K.app_workers("A"),
     "nova:{ns}:app:<app>:fleet": K.app_fleet("A"),
@@ -64,3 +66,38 @@ def test_every_key_shares_one_cluster_hash_tag():
 
 def test_task_ids_round_trip():
     assert split_task_id(task_id("01abc", 42)) == ("01abc", 42)
+
+
+# -- namespaces: a short safe alphabet, everywhere a namespace is read ------------------------
+
+BAD_NAMESPACES = ["*", "?", "[a-z]*", "d\\efault", "", "a b", "a:b", "{a}", "ns\r", "ns\n",
+                  "\x1b[31mred", "evil\u202egnp", "é", "x" * 65, "x" * 100_000]
+
+
+@pytest.mark.parametrize("ns", BAD_NAMESPACES)
+def test_namespaces_outside_the_safe_alphabet_are_refused_everywhere(ns):
+    from nova_queue import NovaClient, Settings
+    from nova_queue.errors import ConfigError
+
+    builders = [lambda: Keyspace(ns), lambda: Settings(namespace=ns),
+                lambda: NovaClient(redis.Redis(), namespace=ns)]
+    if ns:  # NOVA_NAMESPACE= (empty) means the default, as for every variable
+        builders.append(lambda: Settings.from_env(environ={"NOVA_NAMESPACE": ns}))
+    for build in builders:
+        with pytest.raises(ConfigError, match="invalid namespace") as err:
+            build()
+        assert "\n" not in str(err.value) and len(str(err.value)) < 200
+
+
+@pytest.mark.parametrize("ns", ["default", "a", "prod-2.eu_west", "x" * 64, "t-test_x-1a2b3c4d"])
+def test_safe_namespaces_are_accepted(ns):
+    assert NAMESPACE_RE.match(ns) and Keyspace(ns).prefix == f"nova:{{{ns}}}:"
+
+
+def test_one_namespace_pattern_and_the_acl_glob_characters():
+    # the documented ACL rule ~nova:{NAMESPACE}:* is a glob: no namespace may contain one
+    from nova_queue import settings
+
+    for glob in "*?[]\\":
+        assert not NAMESPACE_RE.match(f"a{glob}b")
+    assert settings.check_namespace is keys_module.check_namespace

@@ -13,6 +13,7 @@ from nova_queue.errors import (
     TaskNotFoundError,
     WorkerLostError,
 )
+from nova_queue.keys import result_key
 
 
 def join(nova, wid, apps=("synthetic",), **fields):
@@ -21,6 +22,11 @@ def join(nova, wid, apps=("synthetic",), **fields):
 
 def setup_job(nova, n=3, **kw):
     return nova.enqueue("synthetic", [TaskSpec(f"p{i}") for i in range(n)], **kw)
+
+
+def rkey(lease, ext="png"):
+    """The result key ``complete`` accepts for ``lease``."""
+    return result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, ext)
 
 
 def task_hash(nova, tid):
@@ -116,7 +122,7 @@ def test_renew_extends_and_reports_lost(nova):
     res = nova.renew("w1", [a, b])
     assert res.lost == [b.task_id] and not res.worker_lost
     assert nova.redis.zscore(nova.keys.leases(), a.task_id) == res.now_ms + nova.settings.lease_ttl_ms
-    assert nova.redis.pttl(nova.keys.heartbeat("w1")) > 0
+    assert nova.redis.zscore(nova.keys.alive(), "w1") == res.now_ms + nova.settings.lease_ttl_ms
 
 
 def test_renew_after_expiry_reports_the_lease_lost(nova):
@@ -129,7 +135,7 @@ def test_renew_after_expiry_reports_the_lease_lost(nova):
     h = task_hash(nova, lease.task_id)
     assert h["state"] == "pending" and h["error_kind"] == "expired"
     with pytest.raises(StaleResultError):
-        nova.complete("w1", lease, "k", run_s=1, warm=True)
+        nova.complete("w1", lease, rkey(lease), run_s=1, warm=True)
 
 
 def test_renew_of_a_lost_worker_loses_everything(nova):
@@ -150,14 +156,14 @@ def test_complete_commits_once_and_replays_idempotently(nova):
     job = setup_job(nova, 1)
     join(nova, "w1")
     lease = nova.claim("w1", "synthetic").leases[0]
-    res = nova.complete("w1", lease, "jobs/x/a.png", run_s=2.0, warm=False, meta={"b": 1})
+    res = nova.complete("w1", lease, rkey(lease), run_s=2.0, warm=False, meta={"b": 1})
     assert res.job_finished and not res.replayed
-    again = nova.complete("w1", lease, "jobs/x/a.png", run_s=2.0, warm=False)
+    again = nova.complete("w1", lease, rkey(lease), run_s=2.0, warm=False)
     assert again.replayed and not again.job_finished
     st = nova.job(job)
     assert (st.state, st.done, st.leased) == ("done", 1, 0)
     t = st.tasks[0]
-    assert (t.state, t.result, t.warm, t.cold_s, t.meta) == ("done", "jobs/x/a.png", False, 2.0, {"b": 1})
+    assert (t.state, t.result, t.warm, t.cold_s, t.meta) == ("done", rkey(lease), False, 2.0, {"b": 1})
     assert nova.redis.zscore(nova.keys.finished(), job) is not None
     assert [e.type for e in nova.events()].count("job_finished") == 1
 
@@ -170,7 +176,7 @@ def test_forged_or_stale_completion_never_changes_a_committed_task(nova, forge):
     join(nova, "w1")
     join(nova, "w2")
     lease = nova.claim("w1", "synthetic").leases[0]
-    nova.complete("w1", lease, "good", run_s=1, warm=True)
+    nova.complete("w1", lease, rkey(lease), run_s=1, warm=True)
     before = task_hash(nova, lease.task_id)
     wid = "w2" if forge == "worker" else "w1"
     forged = lease
@@ -178,8 +184,9 @@ def test_forged_or_stale_completion_never_changes_a_committed_task(nova, forge):
         forged = dataclasses.replace(lease, lease_gen=lease.lease_gen + 1)
     if forge == "attempt_id":
         forged = dataclasses.replace(lease, attempt_id="0" * 16)
-    with pytest.raises(StaleResultError):
-        nova.complete(wid, forged, "evil", run_s=1, warm=True)
+    with pytest.raises(StaleResultError):  # "result": the same lease, another result key
+        nova.complete(wid, forged, rkey(forged, "jpg" if forge == "result" else "png"),
+                      run_s=1, warm=True)
     assert task_hash(nova, lease.task_id) == before
     assert any(e.type == "stale_rejected" for e in nova.events())
 
@@ -193,9 +200,9 @@ def test_complete_with_old_lease_gen_after_requeue_is_rejected(nova):
     new = nova.claim("w2", "synthetic").leases[0]  # reaps, then re-leases
     assert new.task_id == old.task_id and new.lease_gen == old.lease_gen + 1
     with pytest.raises(StaleResultError, match="not leased by|another worker"):
-        nova.complete("w1", old, "late", run_s=1, warm=True)
-    nova.complete("w2", new, "fresh", run_s=1, warm=True)
-    assert task_hash(nova, old.task_id)["result"] == "fresh"
+        nova.complete("w1", old, rkey(old), run_s=1, warm=True)
+    nova.complete("w2", new, rkey(new), run_s=1, warm=True)
+    assert task_hash(nova, old.task_id)["result"] == rkey(new)
 
 
 def test_same_worker_old_lease_gen_is_rejected(nova):
@@ -206,11 +213,12 @@ def test_same_worker_old_lease_gen_is_rejected(nova):
     nova.reap()
     new = nova.claim("w1", "synthetic").leases[0]
     with pytest.raises(StaleResultError, match="lease_gen"):
-        nova.complete("w1", old, "late", run_s=1, warm=True)
+        nova.complete("w1", old, rkey(old), run_s=1, warm=True)
     import dataclasses
 
     with pytest.raises(StaleResultError, match="attempt_id"):
-        nova.complete("w1", dataclasses.replace(new, attempt_id="f" * 16), "x", run_s=1, warm=True)
+        other = dataclasses.replace(new, attempt_id="f" * 16)
+        nova.complete("w1", other, rkey(other), run_s=1, warm=True)
 
 
 def test_unknown_task_is_refused(nova):
@@ -219,7 +227,7 @@ def test_unknown_task_is_refused(nova):
     join(nova, "w1")
     ghost = Lease("nojob:0", "nojob", 0, "synthetic", "", 1, {}, 1, "a", 1, 0, None)
     with pytest.raises(TaskNotFoundError):
-        nova.complete("w1", ghost, "k", run_s=1, warm=True)
+        nova.complete("w1", ghost, rkey(ghost), run_s=1, warm=True)
 
 
 def test_complete_after_cancel_is_rejected(nova):
@@ -229,7 +237,7 @@ def test_complete_after_cancel_is_rejected(nova):
     nova.cancel(job)
     assert nova.renew("w1", [lease]).lost == [lease.task_id]
     with pytest.raises(JobCancelledError):
-        nova.complete("w1", lease, "k", run_s=1, warm=True)
+        nova.complete("w1", lease, rkey(lease), run_s=1, warm=True)
     st = nova.job(job)
     assert (st.state, st.cancelled, st.leased, st.pending) == ("cancelled", 3, 0, 0)
     assert st.finished_ms is not None
@@ -245,10 +253,10 @@ def test_reap_racing_complete_at_the_deadline(nova, order):
     if order == "reap_first":
         assert nova.reap()["leases_expired"] == 1
         with pytest.raises(StaleResultError):
-            nova.complete("w1", lease, "k", run_s=1, warm=True)
+            nova.complete("w1", lease, rkey(lease), run_s=1, warm=True)
         assert task_hash(nova, lease.task_id)["state"] == "pending"
     else:
-        nova.complete("w1", lease, "k", run_s=1, warm=True)
+        nova.complete("w1", lease, rkey(lease), run_s=1, warm=True)
         assert nova.reap()["leases_expired"] == 0
         assert task_hash(nova, lease.task_id)["state"] == "done"
     h = task_hash(nova, lease.task_id)
@@ -274,9 +282,9 @@ def test_fail_kinds(nova):
     # error: requeue until attempts are used up, then failed; the job still finishes
     assert nova.fail("w2", taken, "error", "boom").state == "failed"
     assert nova.redis.zscore(nova.keys.failed(), taken.task_id) is not None
-    nova.complete("w1", skipped, "r1", run_s=1, warm=True)
+    nova.complete("w1", skipped, rkey(skipped), run_s=1, warm=True)
     last = nova.claim("w2", "synthetic").leases[0]
-    nova.complete("w2", last, "r2", run_s=1, warm=True)
+    nova.complete("w2", last, rkey(last), run_s=1, warm=True)
     st = nova.job(job)
     assert (st.state, st.done, st.failed) == ("done", 2, 1)
     failed = nova.failed_tasks()
@@ -317,7 +325,7 @@ def test_retry_failed_task(nova):
     assert st.tasks[0].attempts == 0
     again = nova.claim("w1", "synthetic").leases[0]
     assert again.lease_gen == 2
-    nova.complete("w1", again, "ok", run_s=1, warm=True)
+    nova.complete("w1", again, rkey(again), run_s=1, warm=True)
     assert nova.job(job, with_tasks=False).state == "done"
 
 
@@ -372,7 +380,7 @@ def test_script_flush_then_call_just_works(nova):
     res = nova.claim("w1", "synthetic")
     assert res.status == "ok"
     nova.redis.script_flush()
-    nova.complete("w1", res.leases[0], "k", run_s=1, warm=True)
+    nova.complete("w1", res.leases[0], rkey(res.leases[0]), run_s=1, warm=True)
     assert task_hash(nova, res.leases[0].task_id)["state"] == "done"
 
 
@@ -381,7 +389,7 @@ def test_speed_ema_uses_warm_runs_only(nova):
     join(nova, "w1")
     for run_s, warm in [(9.0, False), (2.0, True), (4.0, True)]:
         lease = nova.claim("w1", "synthetic").leases[0]
-        nova.complete("w1", lease, f"r{lease.index}", run_s=run_s, warm=warm)
+        nova.complete("w1", lease, rkey(lease), run_s=run_s, warm=warm)
     h = nova.redis.hgetall(nova.keys.worker("w1"))
     alpha = nova.settings.ema_alpha
     assert float(h["ema:synthetic"]) == pytest.approx(alpha * 4.0 + (1 - alpha) * 2.0)
@@ -403,10 +411,10 @@ def test_complete_and_claim_commits_then_claims_in_one_call(nova):
     job = setup_job(nova, 3)
     join(nova, "w1")
     first = nova.claim("w1", "synthetic").leases[0]
-    done, nxt = nova.complete_and_claim("w1", first, "r0", run_s=0.5, warm=True)
+    done, nxt = nova.complete_and_claim("w1", first, rkey(first), run_s=0.5, warm=True)
     assert not done.job_finished and not done.replayed
     assert nxt.status == "ok" and [lease.index for lease in nxt.leases] == [1]
-    assert task_hash(nova, first.task_id)["result"] == "r0"
+    assert task_hash(nova, first.task_id)["result"] == rkey(first)
     assert task_hash(nova, nxt.leases[0].task_id)["state"] == "leased"
     st = nova.job(job, with_tasks=False)
     assert (st.done, st.leased, st.pending) == (1, 1, 1)
@@ -425,7 +433,7 @@ def test_complete_and_claim_finishing_the_job_reports_it_and_finds_nothing(nova)
     job = setup_job(nova, 1)
     join(nova, "w1")
     lease = nova.claim("w1", "synthetic").leases[0]
-    done, nxt = nova.complete_and_claim("w1", lease, "r", run_s=0.1, warm=False)
+    done, nxt = nova.complete_and_claim("w1", lease, rkey(lease), run_s=0.1, warm=False)
     assert done.job_finished and nxt.status == "empty"
     assert nova.job(job, with_tasks=False).state == "done"
 
@@ -439,7 +447,7 @@ def test_complete_and_claim_with_a_stale_lease_claims_nothing(nova):
     new = nova.claim("w2", "synthetic").leases[0]
     assert new.task_id == old.task_id
     with pytest.raises(StaleResultError):
-        nova.complete_and_claim("w1", old, "late", run_s=1, warm=True)
+        nova.complete_and_claim("w1", old, rkey(old), run_s=1, warm=True)
     assert nova.pending_count("synthetic") == 1  # the other task is still there
     assert nova.redis.scard(nova.keys.held("w1")) == 0
     assert task_hash(nova, old.task_id)["worker"] == "w2"
@@ -449,9 +457,9 @@ def test_complete_and_claim_retried_after_a_lost_reply_is_idempotent(nova):
     job = setup_job(nova, 3)
     join(nova, "w1")
     lease = nova.claim("w1", "synthetic").leases[0]
-    done, nxt = nova.complete_and_claim("w1", lease, "r0", run_s=0.1, warm=True,
+    done, nxt = nova.complete_and_claim("w1", lease, rkey(lease), run_s=0.1, warm=True,
                                         attempt_ids=["retry-me"])
-    again, nxt2 = nova.complete_and_claim("w1", lease, "r0", run_s=0.1, warm=True,
+    again, nxt2 = nova.complete_and_claim("w1", lease, rkey(lease), run_s=0.1, warm=True,
                                           attempt_ids=["retry-me"])
     assert again.replayed and not done.replayed
     assert [x.task_id for x in nxt2.leases] == [x.task_id for x in nxt.leases]
@@ -465,7 +473,7 @@ def test_complete_and_claim_can_claim_for_another_app(nova):
     setup_job(nova, 1)
     other = nova.enqueue("other", [TaskSpec("o0")])
     lease = nova.claim("w1", "synthetic").leases[0]
-    _, nxt = nova.complete_and_claim("w1", lease, "r", run_s=0.1, warm=True, app="other")
+    _, nxt = nova.complete_and_claim("w1", lease, rkey(lease), run_s=0.1, warm=True, app="other")
     assert nxt.status == "ok" and nxt.leases[0].app == "other"
     assert nxt.leases[0].job_id == other
 
@@ -475,7 +483,7 @@ def test_complete_and_claim_by_a_worker_declared_lost_commits_and_claims_nothing
     join(nova, "w1")
     lease = nova.claim("w1", "synthetic").leases[0]
     expire_worker(nova, "w1")  # not reaped yet: the lease is still the current one
-    done, nxt = nova.complete_and_claim("w1", lease, "r", run_s=0.1, warm=True)
+    done, nxt = nova.complete_and_claim("w1", lease, rkey(lease), run_s=0.1, warm=True)
     assert nxt is None and not done.replayed
     assert task_hash(nova, lease.task_id)["state"] == "done"
     with pytest.raises(WorkerLostError):

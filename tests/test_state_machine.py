@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from helpers import expire_lease, expire_worker
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.errors import JobCancelledError, StaleResultError
+from nova_queue.keys import result_key
 
 WORKERS = ["w0", "w1", "w2"]
 APP = "synthetic"
@@ -69,7 +70,7 @@ class TaskMachine(RuleBasedStateMachine):
         if as_other:
             w = WORKERS[(WORKERS.index(w) + 1) % len(WORKERS)]
         expected = self.current.get(lease.task_id) == (w, lease) and not self.cancelled
-        key = f"r-{lease.task_id}-{lease.lease_gen}-{w}"
+        key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
         try:
             res = self.nova.complete(w, lease, key, run_s=1.0, warm=True)
             accepted = not res.replayed

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,12 +37,18 @@ from nova_queue.apps.txt2img_params import (
     parse_params,
     task_seed,
 )
+from nova_queue.apps.txt2img_source import is_hub_id, model_roots
 from nova_queue.errors import AppError, InputError, ModelNotFoundError
 
 pytestmark = [pytest.mark.txt2img, pytest.mark.timeout(120)]
 
 CPU = AppContext(backend="cpu", device="cpu", device_name="test CPU", worker_id="w-1",
                  worker_name="worker-1")
+
+
+def cpu(model_dir: Path) -> AppContext:
+    """The CPU context of a worker started with ``-o model=<model_dir>`` (an allowed root)."""
+    return dataclasses.replace(CPU, options={"model": str(model_dir)})
 GIB = 2**30
 
 
@@ -51,7 +60,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def app(model_dir: Path):
     app = Txt2ImgApp()
-    app.setup(CPU)
+    app.setup(cpu(model_dir))
     yield app
     app.teardown()
 
@@ -248,7 +257,7 @@ def test_full_size_configs_match_sd_turbo():
 
 def test_prepare_loads_once(model_dir: Path):
     app = Txt2ImgApp()
-    app.setup(CPU)
+    app.setup(cpu(model_dir))
     assert app.prepare(job_params(model_dir)) is True
     assert app.last_load_s is not None and app.last_load_s > 0
     assert app.prepare(job_params(model_dir, seed="5", width="128")) is False
@@ -264,7 +273,7 @@ def test_prepare_loads_once(model_dir: Path):
 
 def test_compile_param_wraps_the_unet(model_dir: Path):
     app = Txt2ImgApp()
-    app.setup(CPU)
+    app.setup(cpu(model_dir))
     app.prepare(job_params(model_dir))
     assert app.prepare(job_params(model_dir, compile="true")) is True
     assert type(app.pipe.unet).__name__ == "OptimizedModule"
@@ -279,15 +288,60 @@ def _assert_clear_not_found(err: pytest.ExceptionInfo, model: str) -> None:
     assert err.value.__cause__ is None and err.value.__context__ is None
 
 
-def test_missing_folder_is_model_not_found(tmp_path: Path):
+def test_a_job_cannot_probe_the_workers_filesystem(model_dir: Path, tmp_path: Path):
+    """Issue 13: different errors for a missing path and a non-pipeline, stored on the task,
+    let a job map the worker's disk. Now every path outside the roots, missing or not a
+    pipeline gets the same message (but for the name the job sent)."""
+    outside = tmp_path / "outside"
+    shutil.copytree(model_dir, outside)  # a real pipeline, but not under a root
+    (model_dir / "escape").symlink_to(outside, target_is_directory=True)
     app = Txt2ImgApp()
-    app.setup(CPU)
-    missing = str(tmp_path / "no-such-model")
-    with pytest.raises(ModelNotFoundError) as err:
-        app.prepare(parse_params({"model": missing}))
-    _assert_clear_not_found(err, missing)
-    with pytest.raises(ModelNotFoundError, match="no model_index.json"):
-        app.prepare(parse_params({"model": str(tmp_path)}))
+    app.setup(cpu(model_dir))
+    probes = ["/etc", "/etc/passwd", "/no/such/path", str(tmp_path), str(outside),
+              str(model_dir / "unet"), str(model_dir / "missing"), str(model_dir / ".." / "outside"),
+              str(model_dir / "escape"), "~", "./models", "C:/models/x"]
+    messages = set()
+    for probe in probes:
+        with pytest.raises(ModelNotFoundError) as err:
+            app.prepare(parse_params({"model": probe}))
+        _assert_clear_not_found(err, probe)
+        messages.add(str(err.value).replace(repr(probe), "MODEL"))
+    assert len(messages) == 1 and "not available on this worker" in messages.pop()
+    assert app.pipe is None
+
+
+def test_model_roots_let_jobs_name_folders_under_them(model_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("NOVA_MODEL_ROOTS", f"/nonexistent{os.pathsep}{model_dir.parent}")
+    app = Txt2ImgApp()
+    app.setup(CPU)  # no -o model: only the roots
+    assert app.prepare(job_params(model_dir)) is True
+    assert app.model == str(model_dir)
+    app.teardown()
+    monkeypatch.delenv("NOVA_MODEL_ROOTS")
+    app.setup(CPU)  # no roots at all: hub ids only
+    with pytest.raises(ModelNotFoundError, match="not available on this worker"):
+        app.prepare(job_params(model_dir))
+
+
+def test_a_hub_id_shaped_name_is_never_read_from_the_workers_disk(
+        model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    shutil.copytree(model_dir, tmp_path / "org" / "name")
+    monkeypatch.chdir(tmp_path)  # "org/name" exists relative to the worker's folder...
+    app = Txt2ImgApp()
+    app.setup(cpu(model_dir))
+    with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE"):  # ...but is a hub id
+        app.prepare(parse_params({"model": "org/name"}))
+
+
+def test_which_names_are_hub_ids():
+    assert is_hub_id("stabilityai/sd-turbo") and is_hub_id("a.b/c_d-1")
+    for name in ("/abs/path", "./x/y", "a/../b", "a--b/c", "a/b/c", "a", "~/x", "a/b.git",
+                 "-a/b", "a/b\n"):
+        assert not is_hub_id(name), name
+    assert model_roots("", "org/name") == ()  # a hub id adds no folder
 
 
 def test_uncached_hub_id_offline_is_model_not_found(tmp_path: Path,

@@ -13,9 +13,11 @@ Worker options (``--option key=value``): ``compile=1`` compiles the UNet for eve
 Precision: fp16 on cuda and rocm, fp32 on cpu. On mps fp16, unless a small fp16 self-check
 (conv, group norm, matmul, softmax against fp32) fails there, then fp32.
 
-Models: a local folder is loaded as is; a hub id is looked up in the Hugging Face cache first
-and downloaded only when missing (never when ``HF_HUB_OFFLINE`` is set). A model that cannot be
-found raises :class:`~nova_queue.errors.ModelNotFoundError` with one message saying what to do.
+Models: a job names a hub id, looked up in the Hugging Face cache first and downloaded only
+when missing (never when ``HF_HUB_OFFLINE`` is set), or a pipeline folder under the worker's
+model roots (``NOVA_MODEL_ROOTS`` and the worker's ``-o model=DIR``;
+:mod:`~nova_queue.apps.txt2img_source`). A model that cannot be found or may not be loaded
+raises :class:`~nova_queue.errors.ModelNotFoundError` with one message saying what to do.
 
 Importing this module imports neither torch nor diffusers.
 """
@@ -43,8 +45,10 @@ from nova_queue.apps.txt2img_params import (
     task_seed,
     truthy,
 )
+from nova_queue.apps.txt2img_source import model_roots, resolve_model
 from nova_queue.errors import AppError, ModelNotFoundError
 from nova_queue.models import TaskSpec
+from nova_queue.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +68,6 @@ def is_oom(exc: BaseException) -> bool:
 
 def _hub_offline() -> bool:
     return truthy(os.environ.get("HF_HUB_OFFLINE", ""))
-
-
-def _looks_like_path(model: str) -> bool:
-    """Hub ids are ``org/name``; anything else that names no existing folder is a path."""
-    return (model.startswith(("/", ".", "~")) or "\\" in model or ":" in model
-            or model.count("/") != 1)
 
 
 def _not_found(model: str, reason: str) -> ModelNotFoundError:
@@ -123,6 +121,7 @@ class Txt2ImgApp(App):
         self._slicing: bool | None = None
         self._random_weights = False
         self._oom_cap: dict[tuple[str, int, int], int] = {}
+        self._roots: tuple[Path, ...] = ()
 
     # -- job side (client and worker) -------------------------------------------------------
 
@@ -138,8 +137,10 @@ class Txt2ImgApp(App):
     # -- worker side --------------------------------------------------------------------------
 
     def setup(self, ctx: AppContext) -> None:
-        """Remember the backend and choose the precision (see the module docstring)."""
+        """Remember the backend and the model roots; choose the precision (see the module
+        docstring)."""
         self.ctx = ctx
+        self._roots = model_roots(Settings.from_env().model_roots, ctx.options.get("model"))
         if ctx.backend == "mps":
             # Read by torch when it is first imported: the worker should set it before that too.
             os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
@@ -183,32 +184,28 @@ class Txt2ImgApp(App):
 
         ctx = self._context()
         self._unload()
-        path = Path(model).expanduser()
-        local = path.exists()
-        if local and not (path / "model_index.json").is_file():
-            raise _not_found(model, f"{path} is not a diffusers pipeline folder "
-                                    "(no model_index.json)")
-        if not local and _looks_like_path(model):
-            raise _not_found(model, f"folder {path} does not exist")
-        source = str(path) if local else model
+        found = resolve_model(model, self._roots)  # hub id, or a pipeline under the roots
+        folder = found.source if found.local else self._hub_folder(model)
         kwargs: dict[str, Any] = {_dtype_kwarg(): getattr(torch, self.dtype_name)}
-        if _has_safety_checker(self._model_index(model, source, local)):
+        index = json.loads((Path(folder) / "model_index.json").read_text(encoding="utf-8"))
+        if _has_safety_checker(index):
             kwargs.update(safety_checker=None, requires_safety_checker=False)
         started = time.perf_counter()
-        self.pipe = self._from_pretrained(AutoPipelineForText2Image, model, source, local, kwargs)
+        self.pipe = self._from_pretrained(AutoPipelineForText2Image, model, folder, kwargs)
         self.pipe.to(ctx.device)
         self.pipe.set_progress_bar_config(disable=True)
         self._synchronize()
         self.last_load_s = time.perf_counter() - started
-        self.model, self._random_weights = model, local and is_random_model(path)
+        self.model, self._random_weights = model, found.local and is_random_model(folder)
         self._compiled, self._slicing = False, None
         log.info("txt2img loaded %s (%s on %s) in %.2fs", model, self.dtype_name, ctx.device,
                  self.last_load_s)
 
-    def _model_index(self, model: str, source: str, local: bool) -> dict[str, Any]:
-        """The pipeline's model_index.json; the local cache is asked before the network."""
-        if local:
-            return json.loads((Path(source) / "model_index.json").read_text(encoding="utf-8"))
+    @staticmethod
+    def _hub_folder(model: str) -> str:
+        """The cached snapshot of hub id ``model``: the local cache first, then the network
+        (never with HF_HUB_OFFLINE). An absolute folder, so the id is never read as a path
+        relative to the worker's working directory."""
         from diffusers import DiffusionPipeline
 
         for local_only in (True, False):
@@ -216,25 +213,24 @@ class Txt2ImgApp(App):
                 raise _not_found(model, "it is not in the local Hugging Face cache and "
                                         "HF_HUB_OFFLINE is set")
             try:
-                return dict(DiffusionPipeline.load_config(source, local_files_only=local_only))
+                with quiet_progress_bars():
+                    return str(DiffusionPipeline.download(model, local_files_only=local_only))
             except Exception as exc:  # noqa: BLE001 - any failure here means "not available"
-                log.debug("model_index.json of %s (local_only=%s): %r", model, local_only, exc)
+                log.debug("fetching %s (local_only=%s): %r", model, local_only, exc)
         raise _not_found(model, "it is not in the local Hugging Face cache and could not be "
                                 "downloaded from the Hugging Face Hub")
 
-    def _from_pretrained(self, loader: Any, model: str, source: str, local: bool,
-                         kwargs: dict[str, Any]) -> Any:
-        tries = (True,) if local or _hub_offline() else (True, False)
-        for local_only in tries:
-            try:
-                with quiet_progress_bars():
-                    return loader.from_pretrained(source, local_files_only=local_only, **kwargs)
-            except OSError as exc:  # missing files: hub errors and diffusers' are OSErrors
-                log.debug("loading %s (local_only=%s): %r", model, local_only, exc)
-            except Exception as exc:
-                raise AppError(f"txt2img model {model!r} could not be loaded: "
-                               f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from exc
-        raise _not_found(model, "some of its files are missing or could not be downloaded")
+    @staticmethod
+    def _from_pretrained(loader: Any, model: str, folder: str, kwargs: dict[str, Any]) -> Any:
+        try:
+            with quiet_progress_bars():
+                return loader.from_pretrained(folder, local_files_only=True, **kwargs)
+        except OSError as exc:  # missing files: diffusers' errors are OSErrors
+            log.debug("loading %s from %s: %r", model, folder, exc)
+        except Exception as exc:
+            raise AppError(f"txt2img model {model!r} could not be loaded: "
+                           f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from exc
+        raise _not_found(model, "some of its files are missing")
 
     def _compile(self) -> None:
         import torch

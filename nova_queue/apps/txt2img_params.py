@@ -3,8 +3,9 @@
 Params (``-p key=value``; all optional):
 
 =====================  =========================  ===============================================
-``model``              ``stabilityai/sd-turbo``   a Hugging Face hub id (``org/name``) or a local
-                                                  pipeline folder (``nova-queue make-model DIR``)
+``model``              ``stabilityai/sd-turbo``   a Hugging Face hub id (``org/name``) or a
+                                                  pipeline folder under the worker's model roots
+                                                  (``NOVA_MODEL_ROOTS``, its ``-o model=DIR``)
 ``width``, ``height``  512                        pixels, multiples of 8 in 64..2048
 ``steps``              1                          denoising steps, 1..100
 ``guidance``           0.0                        classifier-free guidance scale (SD-Turbo: 0)

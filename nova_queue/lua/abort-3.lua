@@ -1,5 +1,5 @@
---[[ abort: deletes a job that was never published (its enqueue failed part way),
-  up to `count` of its tasks per call.
+--[[ abort: deletes a job that was never published (its enqueue failed part way), up to
+  `count` of its tasks per call (lua/includes/staging.lua).
 
   KEYS[1] job hash         nova:{ns}:job:<job>
   KEYS[2] staging zset     nova:{ns}:staging
@@ -7,32 +7,31 @@
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] job id
-  ARGV[3] count: most task keys to delete in this call
+  ARGV[3] count: most task keys to delete in this call (1..2000)
 
   Returns {code, tasks left}
     0  OK (tasks left = 0: the job is gone)
+   -9  BAD_INPUT {-9, message}: invalid job id, count or KEYS (nothing written)
   -11  BAD_STATE (the job was published; it cannot be aborted)
 ]]
+--- @include "common"
+--- @include "checks"
+--- @include "staging"
+
 local job_key, staging_key, stage_key = KEYS[1], KEYS[2], KEYS[3]
-local prefix, job_id, count = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local j = redis.call('HMGET', job_key, 'state', 'staged')
-if not j[1] then
+local prefix, job_id, count = ARGV[1], ARGV[2], int_in(ARGV[3], 1, MAX_VISIT)
+if not is_job_id(job_id) or not count
+    or not keys_are(prefix, KEYS, { 'job:' .. job_id, 'staging', 'stage:' .. job_id }) then
+  return bad_input('invalid job id or count (1..' .. MAX_VISIT .. '), or KEYS that do not match')
+end
+local state = redis.call('HGET', job_key, 'state')
+if not state then
   redis.call('ZREM', staging_key, job_id)
-  redis.call('DEL', stage_key)
+  redis.call('UNLINK', stage_key)
   return { 0, 0 }
 end
-if j[1] ~= 'staging' then
-  return { -11, 'job ' .. job_id .. ' is ' .. j[1] }
+if state ~= 'staging' then
+  return { -11, 'job ' .. job_id .. ' is ' .. state }
 end
-local staged = tonumber(j[2]) or 0
-local stop = math.max(staged - count, 0)
-for index = staged - 1, stop, -1 do
-  redis.call('DEL', prefix .. 'task:' .. job_id .. ':' .. index)
-end
-if stop > 0 then
-  redis.call('HSET', job_key, 'staged', stop)
-  return { 0, stop }
-end
-redis.call('DEL', job_key, stage_key)
-redis.call('ZREM', staging_key, job_id)
-return { 0, 0 }
+local _, left = delete_staged(prefix, staging_key, job_key, job_id, count)
+return { 0, left }

@@ -31,26 +31,36 @@
   ARGV[1]  key prefix ("nova:{ns}:")
   ARGV[2]  worker id
   ARGV[3]  app
-  ARGV[4]  k: most tasks to lease (>= 1)
-  ARGV[5]  lease TTL (ms)
-  ARGV[6]  gap (ms) after which a silent Redis opens a grace window
-  ARGV[7]  events MAXLEN (approximate)
-  ARGV[8]  reap limit per call
-  ARGV[9..8+k] a fresh random attempt id per task; a call whose ARGV[9] equals the
-           previous claim's is a retry (its reply was lost) and returns those leases
+  ARGV[4]  k: most tasks to lease (1..64)
+  ARGV[5]  lease TTL (ms, 1..86400000)
+  ARGV[6]  gap (ms, 0..86400000) after which a silent Redis opens a grace window
+  ARGV[7]  events MAXLEN (approximate, 1..10^9)
+  ARGV[8]  reap limit per call (0..256; at most 256 leases released and workers removed
+           per call in all)
+  ARGV[9..] k to 64 fresh random attempt ids ([A-Za-z0-9_-]{1,64}), one per task; a call
+           whose ARGV[9] equals the previous claim's is a retry (its reply was lost) and
+           returns those leases
 
   Returns {code, now_ms, payload}
     0 OK     payload = JSON list of leases {tid, job, index, input, cost, params,
              lease_gen, attempt_id, attempt, deadline_ms, predicted_s}
     2 WAIT   payload = retry-after hint (ms): faster workers will finish the work sooner
     3 EMPTY  payload = retry-after hint (ms): nothing pending and nothing in flight
+   -9 BAD_INPUT    {-9, message}: an argument is out of range; nothing was read or written
   -10 WORKER_LOST  the worker is not registered (or was declared lost): register again
+
+  Bounds: the candidate scan reads k + 32 pending entries at most, the slow path weighs the
+  256 fastest other workers, a retried claim visits at most 256 held tasks.
 ]]
 --- @include "common"
 --- @include "clock"
 --- @include "release"
 --- @include "claim"
 
+local bad = check_claim_args(ARGV)
+if bad then
+  return bad_input(bad)
+end
 return claim_tasks({
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
   KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12],

@@ -20,15 +20,20 @@
 
   ARGV[1]  key prefix ("nova:{ns}:")
   ARGV[2]  worker id
-  ARGV[3]  task id
+  ARGV[3]  task id ("<job>:<index>")
   ARGV[4]  lease_gen
   ARGV[5]  attempt_id
-  ARGV[6]  result key in the store
-  ARGV[7]  run time (s) of this task
+  ARGV[6]  result key in the store: exactly jobs/<job>/results/<index:05d>-g<lease_gen>-
+           <attempt_id>.<ext> (ext [A-Za-z0-9]{1,16}; nova_queue/keys.py, result_key)
+  ARGV[7]  run time (s) of this task, 0..604800
   ARGV[8]  warm: "1" steady-state run, "0" first run after a load
   ARGV[9]  moving-average weight of the new sample (0 < alpha <= 1)
-  ARGV[10] events MAXLEN (approximate)
-  ARGV[11] provenance metadata (JSON object, stored as is)
+  ARGV[10] events MAXLEN (approximate, 1..10^9)
+  ARGV[11] provenance metadata (JSON object of at most 64 KiB, stored as is)
+
+  Checks: sizes, KEYS[1..2] and MAXLEN before anything else; the fence next (a stale
+  report is rejected as stale whatever else it carries); then the holder's result key,
+  numbers and metadata, before anything is written.
 
   Returns {code, job_finished}
     0  OK           job_finished = 1 if this commit finished the job
@@ -39,6 +44,7 @@
    -4  LEASE_GEN_MISMATCH (stale)
    -5  ATTEMPT_MISMATCH (stale)
    -6  JOB_CANCELLED (the task is now cancelled)
+   -9  BAD_INPUT    {-9, message}: nothing was written
 ]]
 --- @include "common"
 --- @include "fence"

@@ -24,17 +24,19 @@
   ARGV[3..11]  as complete-11's ARGV[3..11]: task id, lease_gen, attempt_id, result key,
            run time (s), warm ("1"/"0"), moving-average weight, events MAXLEN, provenance
   ARGV[12] app to claim for
-  ARGV[13] k: most tasks to lease (>= 1)
-  ARGV[14] lease TTL (ms)
-  ARGV[15] gap (ms) after which a silent Redis opens a grace window
-  ARGV[16] reap limit per call
-  ARGV[17..16+k] a fresh random attempt id per task (a retry whose reply was lost sends
-           the same ids and gets the same commit answer and the same leases back)
+  ARGV[13] k: most tasks to lease (1..64)
+  ARGV[14] lease TTL (ms, 1..86400000)
+  ARGV[15] gap (ms, 0..86400000) after which a silent Redis opens a grace window
+  ARGV[16] reap limit per call (0..256)
+  ARGV[17..] k to 64 fresh random attempt ids, one per task (a retry whose reply was lost
+           sends the same ids and gets the same commit answer and the same leases back)
 
   Returns {commit_code, job_finished, claim_code, now_ms, payload}
     commit_code, job_finished: as complete-11 (0 OK, 1 ALREADY)
     claim_code, now_ms, payload: as claim-12 (0 OK, 2 WAIT, 3 EMPTY, -10 WORKER_LOST)
   or {commit_code, 0} when the commit is rejected (complete-11's codes -1 .. -6): no claim.
+  or {-9, message} (BAD_INPUT) when an argument is invalid: nothing was written
+  (the claim's arguments and keys are checked before the commit).
 ]]
 --- @include "common"
 --- @include "clock"
@@ -43,6 +45,17 @@
 --- @include "complete"
 --- @include "claim"
 
+local claim_argv = { ARGV[1], ARGV[2], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[10], ARGV[16] }
+if #ARGV - 16 > MAX_CLAIM_K then
+  return bad_input('at most ' .. MAX_CLAIM_K .. ' attempt ids')
+end
+for i = 17, #ARGV do
+  claim_argv[#claim_argv + 1] = ARGV[i]
+end
+local bad = check_claim_args(claim_argv)
+if bad then
+  return bad_input(bad)
+end
 local done = complete_task({
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
   KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11],
@@ -50,10 +63,6 @@ local done = complete_task({
   ARGV[11] })
 if done[1] < 0 then
   return done
-end
-local claim_argv = { ARGV[1], ARGV[2], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[10], ARGV[16] }
-for i = 17, #ARGV do
-  claim_argv[#claim_argv + 1] = ARGV[i]
 end
 local claimed = claim_tasks({
   KEYS[12], KEYS[3], KEYS[4], KEYS[13], KEYS[14], KEYS[6],

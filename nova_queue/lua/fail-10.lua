@@ -22,29 +22,43 @@
   ARGV[4] lease_gen
   ARGV[5] attempt_id
   ARGV[6] kind: "error" | "oom" | "shutdown" | "infra"
-  ARGV[7] error message (already truncated by the caller)
-  ARGV[8] events MAXLEN (approximate)
+  ARGV[7] error message (the caller truncates it; bytes past 8192 are dropped here)
+  ARGV[8] events MAXLEN (approximate, 1..10^9)
 
   Returns {code, new state}
     0  OK      new state = "pending" (requeued) | "failed" | "cancelled"
    -1  UNKNOWN_TASK
    -2 .. -5   stale, as in complete
-   -9  BAD_INPUT (unknown kind)
+   -9  BAD_INPUT {-9, message}: unknown kind, invalid ids or KEYS (nothing was written)
 ]]
 --- @include "common"
+--- @include "checks"
 --- @include "fence"
 --- @include "release"
 
 local task_key, job_key, worker_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, tid, gen, attempt_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local kind, message = ARGV[6], ARGV[7]
+local kind, message = ARGV[6], string.sub(ARGV[7] or '', 1, MAX_TEXT_BYTES)
 local ctx = {
   prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8], finished = KEYS[9],
   events = KEYS[10], maxlen = ARGV[8],
 }
 local burn = kind == 'error' or kind == 'oom'
 if not burn and kind ~= 'shutdown' and kind ~= 'infra' then
-  return { -9, 'unknown failure kind ' .. kind }
+  return bad_input('unknown failure kind ' .. string.sub(tostring(kind), 1, 40))
+end
+-- as complete: the fence compares worker, lease_gen and attempt id with what claim wrote
+if #ARGV < 8 or not is_task_id(tid) or #wid > 128 or #gen > 20 or #attempt_id > 64
+    or not int_in(ARGV[8], 1, MAX_EVENTS_MAXLEN) then
+  return bad_input('invalid worker id, task id, lease_gen, attempt id or events MAXLEN')
+end
+if not keys_are(prefix, KEYS, { 'task:' .. tid, 'job:' .. job_of(tid), 'worker:' .. wid,
+    'held:' .. wid, false, 'leases', 'inflight', 'failed', 'finished', 'events' }) then
+  return bad_input('KEYS do not match the namespace, task and worker')
+end
+local app = redis.call('HGET', job_key, 'app')
+if app and KEYS[5] ~= prefix .. 'pending:' .. app then
+  return bad_input("KEYS[5] is not the pending set of the task's app")
 end
 local now = now_ms()
 
@@ -59,8 +73,9 @@ if code ~= 0 then
 end
 
 if kind == 'oom' then
-  local tried = t[5] and (t[5] .. ',' .. wid) or wid
-  redis.call('HSET', task_key, 'oom', tried)
+  if not t[5] or #t[5] + #wid < MAX_OOM_BYTES then -- a list past the cap stays as it is
+    redis.call('HSET', task_key, 'oom', t[5] and (t[5] .. ',' .. wid) or wid)
+  end
   redis.call('HINCRBY', worker_key, 'oom', 1)
 end
 if kind ~= 'shutdown' then

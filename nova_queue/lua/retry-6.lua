@@ -10,23 +10,33 @@
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] task id
-  ARGV[3] events MAXLEN (approximate)
+  ARGV[3] events MAXLEN (approximate, 1..10^9)
 
   Returns {code}
     0  OK
    -1  UNKNOWN_TASK
+   -9  BAD_INPUT {-9, message}: invalid task id, MAXLEN or KEYS (nothing written)
   -11  BAD_STATE (the task is not failed, or its job was cancelled)
 ]]
 --- @include "common"
+--- @include "checks"
 
 local task_key, job_key, pending_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, tid = ARGV[1], ARGV[2]
 local ctx = { prefix = prefix, events = KEYS[6], maxlen = ARGV[3] }
+if not is_task_id(tid) or not int_in(ARGV[3], 1, MAX_EVENTS_MAXLEN)
+    or not keys_are(prefix, KEYS, { 'task:' .. tid, 'job:' .. job_of(tid), false, 'failed',
+      'finished', 'events' }) then
+  return bad_input('invalid task id or events MAXLEN, or KEYS that do not match')
+end
 local t = redis.call('HMGET', task_key, 'state')
 if not t[1] then
   return { -1 }
 end
-local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0')
+local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0', 'app')
+if pending_key ~= prefix .. 'pending:' .. (j[4] or '') then
+  return bad_input("KEYS[3] is not the pending set of the job's app")
+end
 if t[1] ~= 'failed' or j[1] == 'cancelled' then
   return { -11, 'task is ' .. t[1] .. ', job is ' .. (j[1] or '?') }
 end

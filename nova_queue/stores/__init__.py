@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import urllib.parse
 
+from nova_queue import keys
 from nova_queue.errors import ConfigError, StoreError
 from nova_queue.stores.base import ObjectInfo, ResultStore, StoredObject, validate_key
 from nova_queue.stores.file import FileStore
@@ -54,13 +55,14 @@ def open_store(url: str, *, public_endpoint: str = "") -> ResultStore:
 
 
 def result_key(job_id: str, index: int, lease_gen: int, attempt_id: str, ext: str) -> str:
-    """Write-once key of one task result, unique per lease."""
+    """Write-once key of one task result, unique per lease (the format is
+    :func:`nova_queue.keys.result_key`; ``complete`` accepts no other)."""
     for name, value in (("task index", index), ("lease_gen", lease_gen)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise StoreError(f"{name} must be a non-negative int, not {value!r}")
     ext = ext.lstrip(".") if isinstance(ext, str) else ext
     _check_segments(job_id=job_id, attempt_id=attempt_id, ext=ext)
-    return validate_key(f"jobs/{job_id}/results/{index:05d}-g{lease_gen}-{attempt_id}.{ext}")
+    return validate_key(keys.result_key(job_id, index, lease_gen, attempt_id, ext))
 
 
 def artifact_key(job_id: str, name: str) -> str:

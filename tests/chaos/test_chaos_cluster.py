@@ -142,7 +142,8 @@ def test_post_processing_dispatch_on_a_redis_cluster(cluster, namespace):
         job = nova.enqueue("synthetic", [TaskSpec("post", 0.01)])
         nova.register_worker("w", {"name": "w"}, ["synthetic"])
         lease = nova.claim("w", "synthetic").leases[0]
-        assert nova.complete("w", lease, "jobs/x/results/00000-g1-a.png", run_s=0.01,
+        key = f"jobs/{job}/results/00000-g{lease.lease_gen}-{lease.attempt_id}.png"
+        assert nova.complete("w", lease, key, run_s=0.01,
                              warm=True).job_finished
         assert dispatch(nova, job)
     finally:

@@ -17,8 +17,13 @@ from helpers import wait_for
 
 from nova_queue import TaskSpec
 from nova_queue.errors import StaleResultError
+from nova_queue.keys import result_key
 from nova_queue.scripts import script_sources
 from nova_queue.stores import open_store
+
+
+def _key(lease) -> str:
+    return result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
 
 
 def sha(command: str) -> bytes:
@@ -64,7 +69,7 @@ def test_lost_replies_of_claim_complete_and_fail_are_idempotent(proxied, record)
             assert (t.state, t.worker_id, t.lease_gen, t.attempt_id) == \
                 ("leased", "w", lease.lease_gen, lease.attempt_id)
         done, rest = leases[0], leases[1:]
-        key = f"jobs/{done.job_id}/results/{done.index:05d}-g{done.lease_gen}-x.png"
+        key = _key(done)
         proxy.arm(sha("complete"))
         assert via.complete("w", done, key, run_s=0.01, warm=True).replayed
         cuts += 1
@@ -83,7 +88,7 @@ def test_lost_replies_of_claim_complete_and_fail_are_idempotent(proxied, record)
     while not direct.job(job, with_tasks=False).finished:  # finish the rest, no faults
         assert time.monotonic() < deadline, "draining the job took too long"
         for lease in direct.claim("w", "synthetic", k=4).leases:
-            key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-x.png"
+            key = _key(lease)
             direct.complete("w", lease, key, run_s=0.01, warm=True)
             accepted.append(Accepted(lease.task_id, "w", lease.lease_gen, lease.attempt_id, key))
     verdict = check(direct, [job], accepted=accepted, expect="done")
@@ -104,7 +109,7 @@ def test_lost_replies_of_complete_and_claim_are_idempotent(proxied, record):
     accepted: list[Accepted] = []
     lease = via.claim("w", "synthetic").leases[0]
     for cut in range(1, 5):
-        key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-x.png"
+        key = _key(lease)
         proxy.arm(sha("complete_claim"))
         done, nxt = via.complete_and_claim("w", lease, key, run_s=0.01, warm=True)
         assert done.replayed and proxy.cuts == cut
@@ -113,7 +118,7 @@ def test_lost_replies_of_complete_and_claim_are_idempotent(proxied, record):
         t = direct.task(lease.task_id)  # the lease the retry returned is the one Redis holds
         assert (t.state, t.worker_id, t.lease_gen, t.attempt_id) == \
             ("leased", "w", lease.lease_gen, lease.attempt_id)
-    key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-x.png"
+    key = _key(lease)
     done, nxt = direct.complete_and_claim("w", lease, key, run_s=0.01, warm=True)
     accepted.append(Accepted(lease.task_id, "w", lease.lease_gen, lease.attempt_id, key))
     assert done.job_finished and nxt.status == "empty"

@@ -1,7 +1,59 @@
 --[[ claim: the body of claim-12 as a function, so that complete_claim-15 can run it
   after a commit. K and A are claim-12's KEYS and ARGV (see its header for the contract
-  and the policy); returns claim-12's reply.
+  and the policy); returns claim-12's reply. check_claim_args(A) validates A without
+  reading or writing anything (complete_claim-15 calls it before its commit).
 ]]
+local function check_claim_args(A)
+  -- the worker id needs no pattern: only a registered worker (register checks it) claims
+  if #A < 9 or #A[2] > 128 or #A[3] > 64 then
+    return 'invalid worker id or app name'
+  end
+  local k = int_in(A[4], 1, MAX_CLAIM_K)
+  if not k or not int_in(A[5], 1, MAX_TTL_MS) or not int_in(A[6], 0, MAX_TTL_MS)
+      or not int_in(A[7], 1, MAX_EVENTS_MAXLEN) or not int_in(A[8], 0, MAX_REAP) then
+    return 'k (1..' .. MAX_CLAIM_K .. '), lease TTL, gap, events MAXLEN or reap limit out of range'
+  end
+  local ids = #A - 8
+  if ids < k or ids > MAX_CLAIM_K then
+    return 'a claim of k tasks needs k to ' .. MAX_CLAIM_K .. ' attempt ids'
+  end
+  for i = 9, 8 + ids do
+    if not is_attempt_id(A[i]) then
+      return 'invalid attempt id'
+    end
+  end
+  return nil
+end
+
+-- The held set's members, at most MAX_HELD_VISIT of them (a worker holds at most a few;
+-- the set is writable, so its size is not trusted).
+local function held_members(held_key)
+  if redis.call('SCARD', held_key) <= MAX_HELD_VISIT then
+    return redis.call('SMEMBERS', held_key)
+  end
+  return redis.call('SRANDMEMBER', held_key, MAX_HELD_VISIT)
+end
+
+-- A pending task a claim meets but must not lease: its job was cancelled (the task is
+-- cancelled), or its input was written by hand past enqueue's limit (the task fails).
+-- j = the job's cached {state, params, pending, leased}; its pending count is kept current.
+local function drop(ctx, pending_key, now, tid, task_key, job_id, j)
+  local job_key = ctx.prefix .. 'job:' .. job_id
+  redis.call('ZREM', pending_key, tid)
+  if j[1] == 'cancelled' then
+    redis.call('HSET', task_key, 'state', 'cancelled')
+    redis.call('HINCRBY', job_key, 'cancelled', 1)
+  else
+    redis.call('HSET', task_key, 'state', 'failed', 'input', '', 'error_kind', 'error',
+      'error', 'input longer than ' .. MAX_INPUT_BYTES .. ' bytes')
+    redis.call('ZADD', ctx.failed, now, tid)
+    redis.call('HINCRBY', job_key, 'failed', 1)
+  end
+  redis.call('HINCRBY', job_key, 'pending', -1)
+  j[3] = (tonumber(j[3]) or 0) - 1 -- the counts written below for this job's leases
+  finish_job_if_done(ctx, job_key, job_id, now)
+end
+
 local function claim_tasks(K, A)
   local pending_key, worker_key, held_key, fleet_key = K[1], K[2], K[3], K[4]
   local app_workers_key, leases_key, alive_key = K[5], K[6], K[7]
@@ -10,6 +62,7 @@ local function claim_tasks(K, A)
   local ctx = {
     prefix = prefix, leases = leases_key, alive = alive_key, inflight = K[8],
     failed = K[9], finished = K[10], meta = K[11], events = K[12], maxlen = A[7],
+    budget = MAX_RELEASES,
   }
   local now = now_ms()
   local grace = tick(ctx, now, tonumber(A[6]), ttl_ms)
@@ -30,13 +83,13 @@ local function claim_tasks(K, A)
       wanted[A[i]] = true
     end
     local again = {}
-    for _, tid in ipairs(redis.call('SMEMBERS', held_key)) do
+    for _, tid in ipairs(held_members(held_key)) do
       local t = redis.call('HMGET', prefix .. 'task:' .. tid, 'state', 'attempt_id', 'lease_gen',
         'attempt_count', 'input', 'cost', 'deadline_ms', 'predicted_s')
       if t[1] == 'leased' and wanted[t[2]] then
         again[#again + 1] = {
           tid = tid, job = job_of(tid), index = tonumber(index_of(tid)), input = t[5],
-          cost = tonumber(t[6]) or 1, params = redis.call('HGET', prefix .. 'job:' .. job_of(tid), 'params') or '{}',
+          cost = num_in(t[6], MIN_COST, MAX_COST) or 1, params = redis.call('HGET', prefix .. 'job:' .. job_of(tid), 'params') or '{}',
           lease_gen = tonumber(t[3]), attempt_id = t[2], attempt = tonumber(t[4]),
           deadline_ms = t[7], predicted_s = tonumber(t[8]) or cjson.null,
         }
@@ -58,10 +111,11 @@ local function claim_tasks(K, A)
 
   -- this worker's estimate (seconds per cost unit) and whether it is a measured one
   local function estimate()
-    if (tonumber(wh[3]) or 0) > 0 and tonumber(wh[2]) then
-      return tonumber(wh[2]), true
+    local ema = num_in(wh[2], MIN_SPEED, MAX_SPEED)
+    if (tonumber(wh[3]) or 0) > 0 and ema then
+      return ema, true
     end
-    local bench = tonumber(wh[4])
+    local bench = num_in(wh[4], MIN_SPEED, MAX_SPEED)
     if not bench then
       return nil, false
     end
@@ -70,8 +124,9 @@ local function claim_tasks(K, A)
     for _, v in ipairs(members) do
       if v ~= wid then
         local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'ema:' .. app, 'n:' .. app, 'bench:' .. app)
-        if (tonumber(h[2]) or 0) > 0 and tonumber(h[1]) and (tonumber(h[3]) or 0) > 0 then
-          ratios[#ratios + 1] = tonumber(h[1]) / tonumber(h[3])
+        local ema, b = num_in(h[1], MIN_SPEED, MAX_SPEED), num_in(h[3], MIN_SPEED, MAX_SPEED)
+        if (tonumber(h[2]) or 0) > 0 and ema and b then
+          ratios[#ratios + 1] = ema / b
         end
       end
     end
@@ -84,60 +139,67 @@ local function claim_tasks(K, A)
 
   -- candidate tasks in queue order, skipping cancelled jobs and tasks this worker ran
   -- out of memory on (while another live worker of the app has not); reads k entries
-  -- first, 32 more only when some were skipped
+  -- first, 32 more only when some were skipped. Members that are not pending tasks
+  -- (written by hand) are dropped from the set.
   local candidates, tasks, jobs = {}, {}, {}
   local live_workers = nil
-  local removed = false
+  local removed = 0 -- members dropped from the set by this scan
+
   local offset, window = 0, k
-  while #candidates < k do
+  for round = 1, 2 do -- k entries, then 32 more: never more, whatever the set holds
     local scan = redis.call('ZRANGE', pending_key, offset, offset + window - 1)
     for _, tid in ipairs(scan) do
       if #candidates >= k then
         break
       end
-      local task_key = prefix .. 'task:' .. tid
-      local job_id = job_of(tid)
-      local t = redis.call('HMGET', task_key, 'cost', 'oom', 'input', 'lease_gen', 'attempt_count')
-      local j = jobs[job_id]
-      if not j then
-        j = redis.call('HMGET', prefix .. 'job:' .. job_id, 'state', 'params', 'pending', 'leased')
-        jobs[job_id] = j
-      end
-      if j[1] == 'cancelled' then
-        local job_key = prefix .. 'job:' .. job_id
-        redis.call('ZREM', pending_key, tid)
-        redis.call('HSET', task_key, 'state', 'cancelled')
-        redis.call('HINCRBY', job_key, 'pending', -1)
-        redis.call('HINCRBY', job_key, 'cancelled', 1)
-        finish_job_if_done(ctx, job_key, job_id, now)
-        removed = true
-      else
-        local skip = false
-        if t[2] and string.find(',' .. t[2] .. ',', ',' .. wid .. ',', 1, true) then
+      repeat -- one member; `break` goes on to the next
+        local task_key = prefix .. 'task:' .. tid
+        local job_id = #tid <= 80 and job_of(tid) -- nil: not a task id
+        local t = job_id and redis.call('HMGET', task_key, 'cost', 'oom', 'input', 'lease_gen',
+          'attempt_count', 'state')
+        if not t or t[6] ~= 'pending' then
+          redis.call('ZREM', pending_key, tid)
+          removed = removed + 1
+          break
+        end
+        local j = jobs[job_id]
+        if not j then
+          j = redis.call('HMGET', prefix .. 'job:' .. job_id, 'state', 'params', 'pending', 'leased')
+          jobs[job_id] = j
+        end
+        if j[1] == 'staging' then
+          break -- being published (enqueue-8 moves a large job in chunks): not yet claimable
+        end
+        if j[1] == 'cancelled' or #(t[3] or '') > MAX_INPUT_BYTES then
+          drop(ctx, pending_key, now, tid, task_key, job_id, j)
+          removed = removed + 1
+          break
+        end
+        local oom = t[2] and string.sub(t[2], 1, MAX_OOM_BYTES)
+        if oom and string.find(',' .. oom .. ',', ',' .. wid .. ',', 1, true) then
           live_workers = live_workers or redis.call('SCARD', app_workers_key)
-          local tried = select(2, string.gsub(t[2], '[^,]+', ''))
-          skip = tried < live_workers
+          if select(2, string.gsub(oom, '[^,]+', '')) < live_workers then
+            break
+          end
         end
-        if not skip then
-          candidates[#candidates + 1] = tid
-          tasks[#tasks + 1] = t
-        end
-      end
+        candidates[#candidates + 1] = tid
+        tasks[#tasks + 1] = t
+      until true
     end
-    if #scan < window or offset > 0 then
+    if #candidates >= k or #scan < window then
       break
     end
-    offset, window = offset + window, 32
+    offset, window = offset + window - removed, 32
   end
   if #candidates == 0 then
     return { 2, int(now), 1000 }
   end
-  if removed then
+  if removed > 0 then
     R = redis.call('ZCARD', pending_key)
   end
   local costs = {}
   for i, t in ipairs(tasks) do
-    costs[i] = tonumber(t[1]) or 1
+    costs[i] = num_in(t[1], MIN_COST, MAX_COST) or 1
   end
 
   local t_w, measured = estimate()
@@ -162,11 +224,12 @@ local function claim_tasks(K, A)
       grant = kk -- fast path: the others cannot possibly finish the queue first
     else
       local others = {}
-      local members = redis.call('ZRANGE', fleet_key, 0, -1, 'WITHSCORES')
+      -- the fastest MAX_FLEET_VISIT others: they finish the most tasks before w would
+      local members = redis.call('ZRANGE', fleet_key, 0, MAX_FLEET_VISIT, 'WITHSCORES')
       for i = 1, #members, 2 do
         local v = members[i]
-        if v ~= wid then
-          local b = tonumber(redis.call('HGET', prefix .. 'worker:' .. v, 'busy_until_ms') or '0') or 0
+        if v ~= wid and #others < MAX_FLEET_VISIT then
+          local b = num_in(redis.call('HGET', prefix .. 'worker:' .. v, 'busy_until_ms'), 0, 1e15) or 0
           -- {ms per task, ms until free}: offsets from now keep the arithmetic exact
           others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000, math.max(b - now, 0) }
         end
@@ -214,8 +277,8 @@ local function claim_tasks(K, A)
     local task_key = prefix .. 'task:' .. tid
     local job_id = job_of(tid)
     local j = jobs[job_id]
-    local gen = (tonumber(t[4]) or 0) + 1
-    local attempt = (tonumber(t[5]) or 0) + 1
+    local gen = (int_in(t[4], 0, 1e15) or 0) + 1
+    local attempt = (int_in(t[5], 0, 1e15) or 0) + 1
     local attempt_id = A[8 + i]
     local predicted = t_w and (t_w * costs[i]) or nil
     busy = busy + (predicted or 0)

@@ -1,7 +1,71 @@
---[[ common: time, number formatting, events, job completion. Included by every script.
-  ctx fields used here: prefix, events, maxlen, finished.
+--[[ common: limits, input checks, time, number formatting, events, job completion.
+  Included by every script. ctx fields used here: prefix, events, maxlen, finished.
 ]]
 local SCORE_PRIORITY_STEP = 4398046511104 -- 2^42: seq space per priority level
+
+-- Limits. No script trusts a count, size or index that a caller (ARGV) or a writable field
+-- supplies: every loop is bounded by the data present and by one of these per call, and
+-- every number is checked before anything is written. nova_queue/limits.py mirrors them.
+local MAX_CLAIM_K = 64             -- tasks per claim (attempt ids per call)
+local MAX_RENEW_LEASES = 512       -- leases per renew
+local MAX_HELD_VISIT = 256         -- held-set members one call visits
+local MAX_FLEET_VISIT = 256        -- other workers the claim policy weighs (the fastest)
+local MAX_RELEASES = 256           -- leases released plus workers removed, per call
+local MAX_REAP = 256               -- lost workers / expired leases one call looks at
+local MAX_APPS = 64                -- apps per worker
+local MAX_CHUNK = 10000            -- tasks one enqueue call writes (sent in its ARGV)
+local MAX_VISIT = 2000             -- stored tasks one call cancels, deletes or publishes
+local MAX_JOB_TASKS = 100000000    -- tasks per job
+local MAX_ATTEMPTS = 1000          -- attempts per task
+local MAX_TTL_MS = 86400000        -- lease TTL, grace gap (1 day)
+local MAX_EVENTS_MAXLEN = 1000000000
+local MAX_RUN_S = 604800           -- one task's run time (7 days)
+local MIN_COST, MAX_COST = 1e-9, 1e9          -- relative task cost
+local MIN_SPEED, MAX_SPEED = 1e-12, 1e12      -- seconds per cost unit
+local MAX_INPUT_BYTES = 65536      -- task input
+local MAX_PARAMS_BYTES = 65536     -- job params (JSON)
+local MAX_META_BYTES = 65536       -- JSON objects from callers (fields, benchmarks, provenance)
+local MAX_TEXT_BYTES = 8192        -- short texts (an error message, a job name)
+local MAX_FIELDS = 64              -- worker fields at register
+local MAX_OOM_BYTES = 4096         -- a task's list of workers that ran out of memory on it
+
+-- A finite number in [lo, hi], else nil.
+local function num_in(x, lo, hi)
+  local n = tonumber(x)
+  if n and n == n and n >= lo and n <= hi then
+    return n
+  end
+  return nil
+end
+
+-- An integer in [lo, hi], else nil.
+local function int_in(x, lo, hi)
+  local n = num_in(x, lo, hi)
+  if n and n % 1 == 0 then
+    return n
+  end
+  return nil
+end
+
+-- Ids that become parts of keys: the patterns of nova_queue/keys.py.
+local function is_job_id(s)
+  return type(s) == 'string' and #s <= 64 and string.match(s, '^[A-Za-z0-9_%-]+$') ~= nil
+end
+
+local function is_name(s, max) -- app names (64), worker ids (128)
+  return type(s) == 'string' and #s <= max and string.match(s, '^[A-Za-z0-9_.%-]+$') ~= nil
+end
+
+local is_attempt_id = is_job_id
+
+-- "<job>:<index>": a job id and a decimal index.
+local function is_task_id(s)
+  return type(s) == 'string' and #s <= 80 and string.find(s, '^[A-Za-z0-9_%-]+:%d+$') ~= nil
+end
+
+local function bad_input(message)
+  return { -9, message }
+end
 
 -- Redis TIME in milliseconds: the one clock every worker agrees on.
 local function now_ms()
@@ -26,7 +90,8 @@ end
 -- A task's seq is its job's seq0 + index + 1 (seq0 is reserved at enqueue), so a
 -- requeued task returns to its old place without storing seq in every task hash.
 local function task_score(priority, seq0, tid)
-  return pending_score(priority, (tonumber(seq0) or 0) + tonumber(string.match(tid, ':(%d+)$')) + 1)
+  return pending_score(int_in(priority, -1000, 1000) or 0,
+    (int_in(seq0, 0, 2 ^ 42) or 0) + tonumber(string.match(tid, ':(%d+)$')) + 1)
 end
 
 local function emit(ctx, etype, ...)

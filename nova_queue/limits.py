@@ -1,0 +1,39 @@
+"""Bounds the Lua scripts enforce, mirrored for the Python side (one definition in Lua:
+``nova_queue/lua/includes/common.lua``; ``tests/test_script_bounds.py`` pins that these
+equal it). The client checks them before calling, so a bad argument fails with a clear
+message instead of the script's BAD_INPUT."""
+
+from __future__ import annotations
+
+#: Tasks per claim (attempt ids per call).
+MAX_CLAIM_K = 64
+#: Leases per renew.
+MAX_RENEW_LEASES = 512
+#: Apps per worker.
+MAX_APPS = 64
+#: Tasks one enqueue call writes (sent in its ARGV).
+MAX_CHUNK = 10_000
+#: Stored tasks one call cancels, deletes or publishes (moves to the pending set).
+MAX_VISIT = 2000
+#: Lost workers and expired leases one reap looks at (each kind).
+MAX_REAP = 256
+#: Tasks per job.
+MAX_JOB_TASKS = 100_000_000
+#: Attempts per task.
+MAX_ATTEMPTS = 1000
+#: Lease TTL and grace gap (ms).
+MAX_TTL_MS = 86_400_000
+#: Approximate length cap of the event stream.
+MAX_EVENTS_MAXLEN = 1_000_000_000
+#: One task's run time (s).
+MAX_RUN_S = 604_800
+#: Relative task cost.
+MIN_COST, MAX_COST = 1e-9, 1e9
+#: Task input (bytes of UTF-8).
+MAX_INPUT_BYTES = 65_536
+#: A job's params (bytes of JSON).
+MAX_PARAMS_BYTES = 65_536
+#: JSON objects from callers: worker fields, benchmarks, provenance metadata.
+MAX_META_BYTES = 65_536
+#: Short texts: an error message, a job name (bytes).
+MAX_TEXT_BYTES = 8192
