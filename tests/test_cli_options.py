@@ -4,8 +4,11 @@ after the command wins over before it, and either wins over the environment."""
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from cli_helpers import (
+    background,
     enqueue_ok,
     error_line,
     nova_env,
@@ -16,6 +19,7 @@ from cli_helpers import (
     write,
 )
 from click.testing import CliRunner
+from helpers import wait_for
 
 from nova_queue.cli import cli
 from nova_queue.errors import JobNotFoundError
@@ -109,7 +113,6 @@ def test_log_level_after_the_command_in_a_real_process(redis_url, namespace, tmp
 
 
 @pytest.mark.parametrize("args", [
-    ["worker", "--redis", "URL", "--app", "synthetic", "--no-benchmark", "--burst"],
     ["enqueue", "prompts.txt", "--redis", "URL", "--wait"],
     ["workers", "--redis", "URL"],
 ])
@@ -121,3 +124,18 @@ def test_the_readme_headline_commands_in_a_real_process(redis_url, namespace, tm
     assert res.returncode == 1 and "No such option" not in res.stderr, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]
     error_line(lines[-1], "cannot reach Redis at redis://:***@127.0.0.1:1/0")
+
+
+def test_the_readme_worker_line_in_a_real_process(redis_url, namespace, tmp_path):
+    """``nova-queue worker --redis URL``: the worker waits for that Redis (it may start
+    first), saying so with the password hidden, and SIGTERM ends the wait with exit 0."""
+    env = nova_env(redis_url, namespace, tmp_path)
+    log_path = tmp_path / "worker.log"
+    args = ["worker", "--redis", UNREACHABLE, "--app", "synthetic", "--no-benchmark"]
+    with background(args, env, log_path=log_path, cwd=tmp_path) as proc:
+        wait_for(lambda: "waiting for Redis at redis://:***@127.0.0.1:1/0" in
+                 log_path.read_text(errors="replace"), timeout_s=60, message="waiting line")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    log = log_path.read_text(errors="replace")
+    assert "No such option" not in log and "s3cret" not in log, log
