@@ -89,9 +89,9 @@ def stage_first_chunk(nova, job_id: str, total: int = 4) -> None:
                        "total": total, "name": "big.txt"})
     keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending("synthetic"),
             k.seq(), k.events(), k.apps()]
-    code, _ = nova.scripts.call("enqueue", keys, [nova.prefix, job_id, 1, 0, meta, 0, 1000,
-                                                  "a", "1", "b", "1"])
-    assert code == 0
+    res = nova.scripts.call("enqueue", keys, [nova.prefix, job_id, 1, 0, meta, 0, 1000,
+                                              "a", "1", "b", "1"])
+    assert res[0] == 0
 
 
 def test_status_of_a_staging_job(invoke, nova):
