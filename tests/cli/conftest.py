@@ -1,12 +1,13 @@
-"""CLI fixtures: ``invoke`` runs ``nova-queue ARGS`` in-process (click's CliRunner)."""
+"""Fixtures of the CLI tests: ``invoke`` runs ``nova-queue ARGS`` in-process (click's
+CliRunner); the helpers that check its results are in ``novatests.cli``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from cli_helpers import nova_env, runner_env
 from click.testing import CliRunner, Result
+from novatests.cli import nova_env, runner_env
 
 from nova_queue.cli import cli
 

@@ -12,7 +12,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from cli_helpers import (
+from click.testing import CliRunner
+from novatests.cli import (
     BAD_PROMPT_FILES,
     enqueue_ok,
     namespace_keys,
@@ -24,7 +25,6 @@ from cli_helpers import (
     status_json,
     write,
 )
-from click.testing import CliRunner
 
 from nova_queue import __version__
 from nova_queue.cli import cli

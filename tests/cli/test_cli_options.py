@@ -5,7 +5,8 @@ after the command wins over before it, and either wins over the environment."""
 from __future__ import annotations
 
 import pytest
-from cli_helpers import (
+from click.testing import CliRunner
+from novatests.cli import (
     enqueue_ok,
     error_line,
     nova_env,
@@ -15,7 +16,6 @@ from cli_helpers import (
     runner_env,
     write,
 )
-from click.testing import CliRunner
 
 from nova_queue.cli import cli
 from nova_queue.errors import JobNotFoundError

@@ -9,8 +9,8 @@ import io
 import json
 
 import pytest
-from cli_helpers import enqueue_ok, ok, rejected, status_json, write
-from helpers import expire_worker
+from novatests.cli import enqueue_ok, ok, rejected, status_json, write
+from novatests.seed import expire_worker
 
 from nova_queue.cli.text import UNSAFE, safe_json, visible
 from nova_queue.cli.wait import LINE_EVERY_S, LINE_MIN_S, _Lines

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import (
+from novatests.cli import (
     BAD_PROMPT_FILES,
     background,
     error_line,
@@ -28,8 +28,9 @@ from cli_helpers import (
     run_cli,
     stop,
 )
-from helpers import wait_for
 from PIL import Image
+
+from nova_queue.local import wait_for
 
 LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO) [\w.]+: ")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from cli_helpers import enqueue_ok, error_line, ok, write
+from novatests.cli import enqueue_ok, error_line, ok, write
 
 from nova_queue.cli.results import own_result_ext
 from nova_queue.models import Lease

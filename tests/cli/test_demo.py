@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nova_queue.demo import bundled_prompts, find_redis_server
+from nova_queue.demo import bundled_prompts
+from nova_queue.local import find_redis_server
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,7 @@ def test_bundled_prompts_are_64_and_varied():
 
 
 def test_redis_server_is_found():
-    assert Path(find_redis_server()).exists()
+    assert Path(find_redis_server(bundled=True)).exists()  # as the demo looks for it
 
 
 def test_demo_runs_headless_with_a_kill_and_leaves_no_process(tmp_path):

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 import redis
-from helpers import expire_lease, expire_worker, set_speed
+from novatests.seed import expire_lease, expire_worker, set_speed
 
 from nova_queue import TaskSpec
 from nova_queue.errors import (

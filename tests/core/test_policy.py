@@ -4,8 +4,8 @@ import uuid
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
+from novatests.seed import set_speed
 
-from helpers import set_speed
 from nova_queue import NovaClient, TaskSpec
 
 
@@ -133,7 +133,7 @@ def test_fast_path_needs_no_fleet_scan_when_the_queue_is_long(nova):
 
 
 def test_dead_worker_does_not_hold_back_the_fleet(nova):
-    from helpers import expire_worker
+    from novatests.seed import expire_worker
 
     enqueue(nova, 3)
     join(nova, "fast")

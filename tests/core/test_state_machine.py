@@ -11,8 +11,8 @@ import uuid
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from novatests.seed import expire_lease, expire_worker
 
-from helpers import expire_lease, expire_worker
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.errors import JobCancelledError, StaleResultError
 

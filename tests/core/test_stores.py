@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from s3_fixtures import ACCESS_KEY, SECRET_KEY, SeaweedS3, pick_ports
+from novatests.s3 import ACCESS_KEY, SECRET_KEY, SeaweedS3, pick_ports
 
 from nova_queue.errors import ConfigError, ObjectExistsError, ObjectNotFoundError, StoreError
 from nova_queue.stores import (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gallery_screenshot.py"
 
 pytestmark = [

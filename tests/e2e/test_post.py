@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 import redis
-from cli_helpers import nova_env, process_env
-from helpers import wait_for
+from novatests.cli import nova_env, process_env
 from PIL import Image
 from rq import Queue
 from rq.job import Job
 
 from nova_queue import NovaClient, Settings, TaskSpec
+from nova_queue.local import wait_for
 from nova_queue.post import (
     build_job,
     build_job_id,

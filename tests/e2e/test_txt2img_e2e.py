@@ -12,13 +12,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
+from novatests.procs import WorkerProc  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from nova_queue import NovaClient  # noqa: E402
 from nova_queue.apps.registry import load_app  # noqa: E402
 from nova_queue.settings import Settings  # noqa: E402
 from nova_queue.stores import open_store  # noqa: E402
-from worker_procs import WorkerProc  # noqa: E402
 
 pytestmark = [pytest.mark.txt2img, pytest.mark.slow]
 

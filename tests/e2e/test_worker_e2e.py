@@ -10,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
+from novatests.procs import WorkerProc
 
-from helpers import wait_for
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.local import wait_for
 from nova_queue.stores import open_store
-from worker_procs import WorkerProc
 
 pytestmark = pytest.mark.slow
 

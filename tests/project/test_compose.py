@@ -20,9 +20,9 @@ from typing import Any
 import click
 import pytest
 import yaml
-from cli_helpers import check_cli
+from novatests.cli import check_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 #: the override that opens Redis and the store to workers on other machines
 MANY_MACHINES = ROOT / "docker-compose.many-machines.yml"

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import click
 import pytest
-from cli_helpers import check_cli
+from novatests.cli import check_cli
 
 from nova_queue.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docker-compose.yml"]
 SHELL_FENCES = {"bash", "sh", "console", "shell"}
 MENTION = re.compile(r"(?:^|[\s;&|(])nova-queue(?:\s|$)")

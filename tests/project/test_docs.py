@@ -11,7 +11,7 @@ import click
 from nova_queue.cli import cli
 from nova_queue.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 

@@ -10,7 +10,7 @@ import pytest
 from nova_queue.errors import ConfigError
 from nova_queue.settings import Settings
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def test_readme_states_the_lease_ttl_factor_the_code_enforces():

@@ -1,9 +1,13 @@
-"""The core never imports flask, torch, diffusers, or the web and worker layers."""
+"""The core never imports flask, torch, diffusers, or the web and worker layers; the source
+folders web/ and workers/ are never top-level modules, not even inside the test session."""
 
+import importlib
 import json
 import pkgutil
 import subprocess
 import sys
+
+import pytest
 
 import nova_queue
 
@@ -50,3 +54,14 @@ def test_web_never_imports_the_worker_runtime():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
+
+
+@pytest.mark.parametrize("name", ["web", "workers"])
+def test_no_top_level_web_or_workers_module_in_the_test_session(name):
+    """A stray ``import web`` must fail here as it does for users (STYLE.md rule 13): no
+    conftest.py at the root, no __init__.py in tests/, and ``python -m pytest`` from the
+    checkout does not leave the checkout on sys.path (tests/conftest.py)."""
+    assert name not in sys.modules
+    with pytest.raises(ImportError):
+        importlib.import_module(name)
+    assert importlib.import_module(f"nova_queue.{name}").__name__ == f"nova_queue.{name}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "test"
 
 
@@ -78,12 +78,12 @@ needs_venv = pytest.mark.skipif(sys.prefix == sys.base_prefix,
 @pytest.mark.slow
 @needs_venv
 def test_script_passes_pytest_args_and_exit_codes():
-    ok = run_script("tests/test_keys.py", "-q", "-p", "no:cacheprovider")
+    ok = run_script("tests/core/test_keys.py", "-q", "-p", "no:cacheprovider")
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
-    assert "== python -m pytest tests/test_keys.py" in ok.stdout
+    assert "== python -m pytest tests/core/test_keys.py" in ok.stdout
     assert " passed" in ok.stdout
     # installed once, then skipped while pyproject.toml is unchanged
-    again = run_script("tests/test_keys.py", "-q", "-p", "no:cacheprovider")
+    again = run_script("tests/core/test_keys.py", "-q", "-p", "no:cacheprovider")
     assert again.returncode == 0 and "pip install -e" not in again.stdout
     # pytest's own exit code comes through (4: usage error, a path that does not exist)
     missing = run_script("tests/no_such_file.py", "-p", "no:cacheprovider")
@@ -93,7 +93,7 @@ def test_script_passes_pytest_args_and_exit_codes():
 @pytest.mark.slow
 @needs_venv
 def test_script_fails_when_no_test_is_collected():
-    proc = run_script("tests/test_keys.py", "-k", "no_test_has_this_name", "-p",
+    proc = run_script("tests/core/test_keys.py", "-k", "no_test_has_this_name", "-p",
                       "no:cacheprovider")
     assert proc.returncode == 1
     assert "pytest collected no tests: treating that as a failure" in proc.stderr

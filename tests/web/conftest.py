@@ -1,5 +1,5 @@
 """Fixtures of the web tests: settings, the file store, the app, its test client and a live
-server. tests/conftest.py imports them."""
+server (helpers that are not fixtures: ``novatests.web``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from web_helpers import WEB_TOKEN
+from novatests.web import WEB_TOKEN
 
 from nova_queue import Settings
 from nova_queue.stores import FileStore, ResultStore

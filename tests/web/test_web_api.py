@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import set_speed
+from novatests.seed import set_speed
+from novatests.web import StandInWorker, enqueue
 from prometheus_client.parser import text_string_to_metric_families
-from web_helpers import StandInWorker, enqueue
 
 from nova_queue import Settings, TaskSpec
 
@@ -129,8 +129,7 @@ def test_metrics_names_units_and_labels(client, nova, busy):
 
 
 def test_metrics_and_pages_when_redis_is_down(tmp_path):
-    from redis_fixtures import free_port
-
+    from nova_queue.local import free_port
     from nova_queue.web import create_app
 
     settings = Settings(redis_url=f"redis://127.0.0.1:{free_port()}/0",

@@ -8,10 +8,10 @@ import hmac
 import re
 
 import pytest
-from helpers import wait_for
-from web_helpers import WEB_TOKEN, csrf_of
+from novatests.web import WEB_TOKEN, csrf_of
 
 from nova_queue import Settings
+from nova_queue.local import wait_for
 from nova_queue.web import auth
 from nova_queue.web.security import safe_next_path
 

@@ -16,10 +16,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from web_helpers import StandInWorker, enqueue
+from novatests.web import StandInWorker, enqueue
 
 CHROMIUM = Path("/usr/bin/chromium")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -212,7 +212,7 @@ def test_gallery_says_live_when_no_worker_serves_the_app(browser_page, live_serv
 
 
 def test_unlocking_on_a_crafted_404_page_stays_on_this_site(browser_page, live_server):
-    from web_helpers import WEB_TOKEN
+    from novatests.web import WEB_TOKEN
 
     page = browser_page
     # the link a phisher sends: a 404 whose path, once the browser drops the tab, would

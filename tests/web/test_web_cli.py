@@ -84,7 +84,7 @@ def test_without_flask_the_error_says_what_to_install():
 
 
 def test_serves_until_interrupted(redis_url, namespace, tmp_path, nova):
-    from web_helpers import enqueue
+    from novatests.web import enqueue
 
     job = enqueue(nova, ["from the cli test"])
     env = clean_env(NOVA_REDIS_URL=redis_url, NOVA_NAMESPACE=namespace,

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 import websocket
-from web_helpers import enqueue
+from novatests.web import enqueue
 
 from nova_queue import Settings
 from nova_queue.web.app import LOOPBACK_HOSTS, make_web_server, trusted_hosts

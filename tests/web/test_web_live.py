@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 import websocket
-from web_helpers import StandInWorker, enqueue
+from novatests.web import StandInWorker, enqueue
 
 TIMEOUT_S = 10.0
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import expire_worker
-from web_helpers import XSS, XSS_ESCAPED, StandInWorker, enqueue, unsafe_markup
+from novatests.seed import expire_worker
+from novatests.web import XSS, XSS_ESCAPED, StandInWorker, enqueue, unsafe_markup
 
 from nova_queue import TaskSpec
 from nova_queue.errors import StaleResultError

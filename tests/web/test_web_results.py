@@ -7,8 +7,8 @@ import io
 import urllib.request
 
 import pytest
+from novatests.web import StandInWorker, enqueue
 from PIL import Image
-from web_helpers import StandInWorker, enqueue
 
 from nova_queue import Settings
 from nova_queue.stores import artifact_key, open_store

@@ -7,7 +7,7 @@ import io
 import re
 
 import pytest
-from web_helpers import WEB_TOKEN, StandInWorker, csrf_of, enqueue
+from novatests.web import WEB_TOKEN, StandInWorker, csrf_of, enqueue
 
 from nova_queue import Settings
 from nova_queue.web.security import origin_allowed

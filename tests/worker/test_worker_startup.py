@@ -12,14 +12,13 @@ import threading
 
 import pytest
 import redis
-from helpers import wait_for
+from novatests.procs import WorkerProc
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from redis_fixtures import RedisServer, free_port
-from worker_procs import WorkerProc
 
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.connection import connect
+from nova_queue.local import RedisServer, free_port, wait_for
 from nova_queue.workers import redis_wait
 
 PASSWORD = "s3cret-startup-pw"
@@ -38,7 +37,7 @@ def servers():
     started: list[RedisServer] = []
     yield started
     for s in started:
-        s.stop()
+        s.close()
 
 
 def start_worker(procs, url, namespace, tmp_path, *args) -> WorkerProc:
@@ -53,14 +52,14 @@ def waiting(w: WorkerProc) -> bool:
 
 
 @pytest.mark.slow
-def test_worker_started_before_redis_waits_then_joins_and_works(procs, servers, namespace,
-                                                                tmp_path):
+def test_worker_started_before_redis_waits_then_joins_and_works(procs, servers, redis_server_bin,
+                                                                namespace, tmp_path):
     port = free_port()
     url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
     w = start_worker(procs, url, namespace, tmp_path, "--max-tasks", "1")
     wait_for(lambda: waiting(w), timeout_s=90, message="the worker to say it waits")
     assert w.proc.poll() is None
-    servers.append(RedisServer(port=port, password=PASSWORD).start())
+    servers.append(RedisServer(binary=redis_server_bin, port=port, password=PASSWORD).start())
     nova = NovaClient.from_url(url, namespace=namespace)
     try:
         job = nova.enqueue("synthetic", [TaskSpec("after the wait", 0.05)],
@@ -84,10 +83,11 @@ def test_worker_started_before_redis_waits_then_joins_and_works(procs, servers, 
     ("no-ping", "pw-no-ping", "refused a command the worker needs",
      "no permissions to run the 'ping' command"),
 ])
-def test_rejected_credentials_stop_the_worker_at_once(procs, servers, namespace, tmp_path,
-                                                      user, password, says, detail):
+def test_rejected_credentials_stop_the_worker_at_once(procs, servers, redis_server_bin,
+                                                      namespace, tmp_path, user, password,
+                                                      says, detail):
     """WRONGPASS and NOPERM: waiting cannot fix them, so exit 1 with one clear line."""
-    server = RedisServer(password=PASSWORD).start()
+    server = RedisServer(binary=redis_server_bin, password=PASSWORD).start()
     servers.append(server)
     admin = redis.Redis(port=server.port, password=PASSWORD)
     admin.acl_setuser("no-ping", enabled=True, passwords=["+pw-no-ping"], commands=["-@all"])

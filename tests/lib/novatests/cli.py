@@ -146,7 +146,7 @@ def check_cli(argv: list[str]) -> click.Context:
     return sub.make_context(name, rest, parent=ctx)
 
 
-# ---- CliRunner results (the ``invoke`` fixture of cli_fixtures.py) -------------------------
+# ---- CliRunner results (the ``invoke`` fixture of tests/cli/conftest.py) -------------------------
 
 def ok(result: Result) -> Result:
     """Assert the command succeeded (showing its output and traceback if not)."""

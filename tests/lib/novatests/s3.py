@@ -1,4 +1,5 @@
-"""A real S3 server per test session (SeaweedFS ``weed server``), and a fresh bucket per test.
+"""A real S3 server (SeaweedFS ``weed server``) for tests; the ``s3_server`` and
+``s3_store_url`` fixtures in ``tests/conftest.py`` run one per session.
 
 The server checks SigV4 signatures against one identity, the dummy credentials the
 ``s3_server`` fixture puts in the environment, so presigned URLs and auth errors are real.
@@ -16,8 +17,6 @@ import socket
 import subprocess
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -192,29 +191,3 @@ class SeaweedS3:
 
 class _EarlyExit(Exception):
     pass
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[SeaweedS3]:
-    """The session's SeaweedFS S3 server; AWS_* env vars hold its dummy credentials."""
-    with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
-                     "AWS_ENDPOINT_URL_S3"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-        mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-        mp.setenv("AWS_DEFAULT_REGION", REGION)
-        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
-        server = SeaweedS3().start()
-        try:
-            yield server
-        finally:
-            server.close()
-
-
-@pytest.fixture
-def s3_store_url(s3_server: SeaweedS3, request: pytest.FixtureRequest) -> str:
-    """An ``s3://`` store URL on a bucket no other test uses (the store creates it)."""
-    base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
-    bucket = f"t-{base}-{uuid.uuid4().hex[:10]}".replace("--", "-")
-    return f"s3://{bucket}/results?endpoint={s3_server.endpoint}"

@@ -1,25 +1,7 @@
-"""Small helpers shared by tests (no fixtures here)."""
+"""Seeded Redis state for tests: put a namespace in the state under test (a lease or a
+worker whose time ran out, a measured speed) instead of waiting for it."""
 
 from __future__ import annotations
-
-import time
-from collections.abc import Callable
-from typing import TypeVar
-
-T = TypeVar("T")
-
-
-def wait_for(predicate: Callable[[], T], timeout_s: float = 10.0, interval_s: float = 0.02,
-             message: str = "condition") -> T:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {message}")
-        time.sleep(interval_s)
 
 
 def expire_lease(nova, tid: str) -> None:

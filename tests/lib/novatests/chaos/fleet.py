@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from worker_procs import WorkerProc
-
 from nova_queue import NovaClient
+from novatests.procs import WorkerProc
 
 #: Leases fail over within seconds; the event stream keeps every event of a run.
 LEASE_TTL_S = 2.0

@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 
-from redis_fixtures import free_port
+from nova_queue.local import free_port
 
 
 class CutProxy:

@@ -1,26 +1,19 @@
 """Collects chaos verdicts and renders docs/RELIABILITY.md.
 
-Regenerate the document from a real run (about 3 minutes on 2 cores):
-
-    python tests/chaos/report.py                 # writes docs/RELIABILITY.md
-    python tests/chaos/report.py --out /tmp/r.md
-
-which runs ``pytest tests/chaos`` with ``NOVA_CHAOS_REPORT`` set; any pytest run with that
-variable set writes the table when the session ends.
+``tests/chaos/conftest.py`` fills one :class:`Report` per session and writes it when
+``NOVA_CHAOS_REPORT`` names a file; ``python tests/chaos/report.py`` runs the chaos suite
+that way to regenerate the document.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import os
 import platform
 import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from nova_queue.local import find_redis_server
 
 SCENARIOS = {
     1: "kill -9 of workers at random moments, repeatedly, during a job",
@@ -65,7 +58,8 @@ class Report:
         self.gaps: dict[str, str] = {}
 
     def add(self, scenario: int, verdict, seconds: float = 0.0, runs: int = 1) -> None:
-        """Add one run's verdict (a chaos_history.Verdict) to ``scenario``'s row."""
+        """Add one run's verdict (a ``novatests.chaos.history.Verdict``) to ``scenario``'s
+        row."""
         row = self.rows.setdefault(scenario, Row())
         row.runs += runs
         row.seconds += seconds
@@ -79,12 +73,9 @@ class Report:
 
 
 def _redis_version() -> str:
-    sys.path.insert(0, str(REPO / "tests"))
     try:
-        from redis_fixtures import find_redis_server
-
-        out = subprocess.run([find_redis_server(), "--version"], capture_output=True,
-                             text=True, timeout=10, check=False).stdout
+        out = subprocess.run([find_redis_server("NOVA_TEST_REDIS_SERVER"), "--version"],
+                             capture_output=True, text=True, timeout=10, check=False).stdout
         return out.split()[2] if out else "?"
     except Exception:  # noqa: BLE001 - informational only
         return "?"
@@ -101,7 +92,8 @@ def render(rows: dict[int, Row], gaps: dict[str, str] | None = None) -> str:
         "suite in `tests/chaos/` checks that promise under faults with real processes, a real",
         "Redis and a real S3 server (SeaweedFS). Every run records its history (the namespace's",
         "event stream, `NOVA_EVENTS_MAXLEN` raised so nothing is trimmed, plus the commits the",
-        "test clients saw accepted) and a checker (`tests/chaos/chaos_history.py`) replays it:",
+        "test clients saw accepted) and a checker (`tests/lib/novatests/chaos/history.py`)",
+        "replays it:",
         "",
         "- **lost**: a task that did not end done/failed as expected, or a done task whose",
         "  result object is missing from the store;",
@@ -159,19 +151,3 @@ def render(rows: dict[int, Row], gaps: dict[str, str] | None = None) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the chaos suite with NOVA_CHAOS_REPORT set; the suite writes the document."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(REPO / "docs" / "RELIABILITY.md"))
-    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
-    args = parser.parse_args(argv)
-    env = {**os.environ, "NOVA_CHAOS_REPORT": str(Path(args.out).resolve())}
-    cmd = [sys.executable, "-m", "pytest", str(REPO / "tests" / "chaos"), "-q",
-           "--durations=10", *args.pytest_args]
-    return subprocess.call(cmd, cwd=REPO, env=env)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,8 @@ commits of a claim's last lease also claim the next tasks in the same call
 (complete_and_claim), as the worker runtime does. One thread per
 process "dies" part way: it stops renewing while holding leases.
 
-Usage: python claim_storm.py REDIS_URL NAMESPACE JOB PROC THREADS SEED OUT_JSONL DEADLINE_S
+Usage: python tests/lib/novatests/chaos/storm.py \
+    REDIS_URL NAMESPACE JOB PROC THREADS SEED OUT_JSONL DEADLINE_S
 Every commit the client saw accepted is written to OUT_JSONL, one JSON object per line.
 """
 
