@@ -25,14 +25,14 @@ PROBE = r'''
 import json, sys
 sys.path.insert(0, "benchmarks")
 import nova_queue, scale, throughput
-from benchlib import RedisServer, median
-s = RedisServer().start()
+from benchlib import median, start_redis
+s = start_redis()
 try:
     out = {"enqueue_100k_s": median([scale.enqueue_once(s, 100_000)["seconds"] for _ in range(3)])}
     for p in (1, 4):
         out[f"tasks_per_s_{p}p"] = throughput.nova_rate(s, p, 4000)["tasks_per_s"]
 finally:
-    s.stop()
+    s.close()
 out["nova_queue"] = nova_queue.__file__
 print(json.dumps(out))
 '''

@@ -16,10 +16,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchlib import RedisServer, log, median, wait_for
+from benchlib import log, median
 from fleet import start_nova_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.local import RedisServer, wait_for
 
 
 def recover_once(server: RedisServer, folder: Path, lease_ttl_s: float,
@@ -43,11 +44,11 @@ def recover_once(server: RedisServer, folder: Path, lease_ttl_s: float,
                     names[e.fields["worker"]] = e.fields["name"]
             return len(names) == 2
 
-        wait_for(joined, 120, "two recovery workers to join")
+        wait_for(joined, 120, 0.05, "two recovery workers to join")
         job = client.enqueue("synthetic", [TaskSpec("hold me", 1.0)],
                              params={"seconds": lease_ttl_s * 3 + 30})
         claim = wait_for(lambda: [e for e in client.events(count=100) if e.type == "claimed"],
-                         60, "the task to be leased")[0]
+                         60, 0.05, "the task to be leased")[0]
         holder = procs[names[claim.fields["worker"]]]
         time.sleep(rng.uniform(0, heartbeat_s))  # the kill's phase between two renewals
         killed_at = holder.kill9()
@@ -56,7 +57,8 @@ def recover_once(server: RedisServer, folder: Path, lease_ttl_s: float,
             return [e for e in client.events(claim.id, count=100)
                     if e.type == "claimed" and e.fields.get("job") == job]
 
-        again = wait_for(reclaimed, lease_ttl_s * 3 + 30, "the task to be claimed again")[0]
+        again = wait_for(reclaimed, lease_ttl_s * 3 + 30, 0.05,
+                         "the task to be claimed again")[0]
         requeued = [e for e in client.events(claim.id, count=100) if e.type == "requeued"]
     finally:
         stop_all(list(procs.values()))

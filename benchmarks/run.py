@@ -53,13 +53,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import scale
     import scheduling
     import throughput
-    from benchlib import RedisServer, load_avg, log, machine_info
+    from benchlib import load_avg, log, machine_info, start_redis
 
     import nova_queue
 
     sections = args.only or list(SECTIONS)
     folder = Path(tempfile.mkdtemp(prefix="nova-bench-"))
-    server = RedisServer().start()
+    server = start_redis()
     started = time.time()
     results: dict[str, Any] = {"quick": args.quick,
                                "machine": machine_info(server.version()),
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["recovery"] = recovery.run_section(server, folder, quick=args.quick,
                                                        repeats=args.repeats)
     finally:
-        server.stop()
+        server.close()
         if args.keep:
             log(f"logs and stores kept in {folder}")
         else:

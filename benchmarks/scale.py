@@ -13,9 +13,10 @@ import random
 import time
 from typing import Any
 
-from benchlib import RedisServer, evalsha_stats, log, median
+from benchlib import evalsha_stats, log, median
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.local import RedisServer
 
 APP = "scale"
 

@@ -24,12 +24,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchlib import RedisServer, log, median, wait_for
+from benchlib import log, median
 from fleet import Proc, WorkerClass, start_nova_worker, start_pull_worker, stop_all
 from optimum import optimal_makespan, static_split_makespan
 
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.apps.synthetic import jittered_seconds
+from nova_queue.local import RedisServer, wait_for
 
 FLEET = (
     WorkerClass("h100", 1.0, "H100-like, 1×"),
@@ -137,7 +138,7 @@ def run_nova(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path)
                 go_key=go_key if c.name == late else None)
         on_time = len(FLEET) - (late is not None)
         wait_for(lambda: sum(e.type == "worker_joined" for e in client.events(count=1000))
-                 >= on_time, cfg.ready_timeout_s, f"{on_time} nova workers to join")
+                 >= on_time, cfg.ready_timeout_s, 0.05, f"{on_time} nova workers to join")
         if late:
             _wait_warm(server, go_key, cfg)
         t0 = time.time()
@@ -176,7 +177,8 @@ def _enqueue_jobs(client: NovaClient, cfg: SchedConfig) -> str:
 def _wait_warm(server: RedisServer, go_key: str, cfg: SchedConfig) -> None:
     """Until the held-back late worker has done its imports (``prewarm.py`` says so)."""
     r = server.client()
-    wait_for(lambda: r.llen(f"{go_key}:warm"), cfg.ready_timeout_s, "the late worker's imports")
+    wait_for(lambda: r.llen(f"{go_key}:warm"), cfg.ready_timeout_s, 0.05,
+             "the late worker's imports")
     r.close()
 
 
@@ -241,7 +243,7 @@ def run_pull(server: RedisServer, cfg: SchedConfig, policy: str, scenario: str,
                 ready_key=ready_key, list_key=queue, done_key=done_key,
                 go_key=go_key if c.name == late else None)
         on_time = len(FLEET) - (late is not None)
-        wait_for(lambda: r.llen(ready_key) >= on_time, cfg.ready_timeout_s,
+        wait_for(lambda: r.llen(ready_key) >= on_time, cfg.ready_timeout_s, 0.05,
                  f"{on_time} {policy} workers to start")
         if late:
             _wait_warm(server, go_key, cfg)
@@ -315,7 +317,7 @@ def run_rq(server: RedisServer, cfg: SchedConfig, folder: Path) -> Run:
                                ready_key=ready_key, rq_queue=tag) for c in FLEET]
     try:
         wait_for(lambda: r.llen(ready_key) >= len(procs) and Worker.count(queue=q) >= len(procs),
-                 cfg.ready_timeout_s, "RQ workers to start")
+                 cfg.ready_timeout_s, 0.05, "RQ workers to start")
         datas = [Queue.prepare_data("rq_jobs.synthetic_task",
                                     args=(tag, i, f"bench task {i}", s), job_id=f"{tag}-{i}",
                                     result_ttl=3600, timeout=600)
@@ -331,7 +333,7 @@ def run_rq(server: RedisServer, cfg: SchedConfig, folder: Path) -> Run:
                 raise RuntimeError(f"RQ job failed: {job.latest_result().exc_string}")
             return q.finished_job_registry.count >= cfg.n_tasks
 
-        wait_for(finished, cfg.timeout_s, "RQ jobs to finish", interval_s=0.01)
+        wait_for(finished, cfg.timeout_s, 0.01, "RQ jobs to finish")
     finally:
         stop_all(procs)
     jobs = Job.fetch_many([d.job_id for d in datas], connection=r)

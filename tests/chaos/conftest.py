@@ -1,11 +1,9 @@
 """Chaos fixtures: short leases, an untrimmed event stream, worker fleets, private Redis
 servers, and the session report (``NOVA_CHAOS_REPORT=path`` writes docs/RELIABILITY.md).
 
-``tests/conftest.py`` is inherited (``redis_url``, ``namespace``, ``s3_server``...). Modules
-next to it (``helpers``, ``redis_fixtures``, ``worker_procs``) import as they do for the
-tests in ``tests/``: pytest's default "prepend" import mode puts ``tests/`` on ``sys.path``
-when it loads ``tests/conftest.py``, and ``tests/chaos/`` when it loads this file, so no
-``sys.path`` handling is needed here.
+``tests/conftest.py`` is inherited (``redis_url``, ``namespace``, ``s3_server``...). The
+fleet, the history checker, the proxy, the claim storm and the report are in
+``novatests.chaos`` (``tests/lib``).
 """
 
 from __future__ import annotations
@@ -16,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chaos_fleet import Fleet, chaos_client
-from chaos_history import Verdict
-from redis_fixtures import RedisServer
-from report import Report
+from novatests.chaos.fleet import Fleet, chaos_client
+from novatests.chaos.history import Verdict
+from novatests.chaos.report import Report
 
 from nova_queue import NovaClient
+from nova_queue.local import RedisServer
 
 _REPORT = Report()
 
@@ -73,14 +71,14 @@ def fleet(redis_url: str, namespace: str, tmp_path: Path) -> Iterator[Fleet]:
 
 
 @pytest.fixture
-def private_redis(tmp_path: Path):
+def private_redis(tmp_path: Path, redis_server_bin: str):
     """``private_redis(*args)``: a redis-server of this test only (stopped at teardown)."""
     servers: list[RedisServer] = []
 
     def start(*args: str) -> RedisServer:
         folder = tmp_path / f"redis{len(servers)}"
         folder.mkdir()
-        server = RedisServer(*args, folder=folder).start()
+        server = RedisServer(*args, binary=redis_server_bin, folder=folder).start()
         servers.append(server)
         return server
 

@@ -1,164 +1,23 @@
-"""Collects chaos verdicts and renders docs/RELIABILITY.md.
-
-Regenerate the document from a real run (about 3 minutes on 2 cores):
+"""Regenerate docs/RELIABILITY.md from a real run of the chaos suite (about 3 minutes on 2
+cores):
 
     python tests/chaos/report.py                 # writes docs/RELIABILITY.md
     python tests/chaos/report.py --out /tmp/r.md
 
-which runs ``pytest tests/chaos`` with ``NOVA_CHAOS_REPORT`` set; any pytest run with that
-variable set writes the table when the session ends.
+It runs ``pytest tests/chaos`` with ``NOVA_CHAOS_REPORT`` set; any pytest run with that
+variable set writes the table when the session ends (``tests/chaos/conftest.py``, with the
+collector and the Markdown in ``tests/lib/novatests/chaos/report.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import datetime
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-
-SCENARIOS = {
-    1: "kill -9 of workers at random moments, repeatedly, during a job",
-    2: "two workers race to commit one task (old lease vs new lease)",
-    3: "a worker frozen (SIGSTOP) past its TTL, then resumed",
-    4: "forged completions and failures (wrong worker, lease_gen, attempt_id, unknown task)",
-    5: "a poison task that crashes every time",
-    6: "thousands of concurrent claims from many processes and threads",
-    7: "Redis kill -9 mid-job with AOF, restarted (short outage and one longer than the TTL)",
-    8: "a local Redis Cluster (three masters) runs a job end to end",
-    9: "workers whose clocks are 2 h ahead and 3 h behind (libfaketime)",
-    10: "the S3 result store stopped mid-job, then restarted",
-    11: "commit and claim replies lost (connection cut after the script ran)",
-    12: "SCRIPT FLUSH mid-run; Redis at maxmemory (noeviction)",
-    13: "Hypothesis fuzzing of prompt files, params and the web API (runs: examples; tasks: "
-        "jobs the fuzzed web form enqueued; only InputError / 4xx, never a crash or a 500)",
-}
-
-
-@dataclasses.dataclass
-class Row:
-    """One scenario's totals over every run recorded in the session."""
-
-    runs: int = 0
-    tasks: int = 0
-    claims: int = 0
-    lost: int = 0
-    double: int = 0
-    stale_accepted: int = 0
-    overlap: int = 0
-    rejected: int = 0
-    requeued: int = 0
-    seconds: float = 0.0
-
-
-class Report:
-    """Session-wide collector: ``report.add(scenario, verdict, seconds)``; ``gaps`` maps the
-    node id of each strict-xfail test that ran to its reason (conftest fills it)."""
-
-    def __init__(self) -> None:
-        self.rows: dict[int, Row] = {}
-        self.gaps: dict[str, str] = {}
-
-    def add(self, scenario: int, verdict, seconds: float = 0.0, runs: int = 1) -> None:
-        """Add one run's verdict (a chaos_history.Verdict) to ``scenario``'s row."""
-        row = self.rows.setdefault(scenario, Row())
-        row.runs += runs
-        row.seconds += seconds
-        for name in ("tasks", "claims", "lost", "double", "stale_accepted", "overlap", "rejected",
-                     "requeued"):
-            setattr(row, name, getattr(row, name) + getattr(verdict, name))
-
-    def render(self) -> str:
-        """The Markdown document."""
-        return render(self.rows, self.gaps)
-
-
-def _redis_version() -> str:
-    sys.path.insert(0, str(REPO / "tests"))
-    try:
-        from redis_fixtures import find_redis_server
-
-        out = subprocess.run([find_redis_server(), "--version"], capture_output=True,
-                             text=True, timeout=10, check=False).stdout
-        return out.split()[2] if out else "?"
-    except Exception:  # noqa: BLE001 - informational only
-        return "?"
-
-
-def render(rows: dict[int, Row], gaps: dict[str, str] | None = None) -> str:
-    """Markdown: what was checked, then one table row per scenario."""
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [
-        "# Reliability",
-        "",
-        "nova-queue promises at-least-once execution, exactly one committed result per task,",
-        "no stale commit ever accepted, and no task lost while Redis keeps its data. The chaos",
-        "suite in `tests/chaos/` checks that promise under faults with real processes, a real",
-        "Redis and a real S3 server (SeaweedFS). Every run records its history (the namespace's",
-        "event stream, `NOVA_EVENTS_MAXLEN` raised so nothing is trimmed, plus the commits the",
-        "test clients saw accepted) and a checker (`tests/chaos/chaos_history.py`) replays it:",
-        "",
-        "- **lost**: a task that did not end done/failed as expected, or a done task whose",
-        "  result object is missing from the store;",
-        "- **double**: a task with more than one accepted commit;",
-        "- **stale accepted**: a commit accepted although it did not hold the task's live",
-        "  lease (or a commit a client saw accepted that is not the task's committed lease);",
-        "- **two live leases**: a task claimed while another lease on it was live, or with a",
-        "  `lease_gen` that did not increase.",
-        "",
-        "*claims*, *stale rejected* and *requeued* show that the faults really happened (leases",
-        "granted, fenced reports turned away, leases given back). The four checked columns",
-        "must be zero.",
-        "",
-        (f"Generated by `python tests/chaos/report.py` on {when}: Python "
-         f"{platform.python_version()}, redis-server {_redis_version()}, "
-         f"{os.cpu_count()} CPU cores."),
-        "",
-        ("| # | scenario | runs | tasks | claims | lost | double | stale accepted "
-         "| two live leases | stale rejected | requeued | time (s) |"),
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for number, title in SCENARIOS.items():
-        r = rows.get(number)
-        if r is None:
-            lines.append(f"| {number} | {title} | not run | | | | | | | | | |")
-            continue
-        if number == 13:  # no queue history: the fuzz checks errors and responses
-            lines.append(f"| {number} | {title} | {r.runs} | {r.tasks} | – | – | – | – | – | – "
-                         f"| – | {r.seconds:.1f} |")
-            continue
-        lines.append(f"| {number} | {title} | {r.runs} | {r.tasks} | {r.claims} | {r.lost} | "
-                     f"{r.double} | "
-                     f"{r.stale_accepted} | {r.overlap} | {r.rejected} | {r.requeued} | "
-                     f"{r.seconds:.1f} |")
-    lines += [
-        "",
-        "Run it with `python -m pytest tests/chaos` (about 3 minutes on 2 cores; every",
-        "scenario with real processes is marked `slow`). Scenario 1 picks a random kill",
-        "schedule and names its seed when it fails; `NOVA_CHAOS_SEED=<seed>` replays it.",
-        "",
-        "## Known gaps",
-        "",
-        "Each is a strict `xfail` test that fails today for the reason given and will report",
-        "XPASS (failing the suite) once fixed; none is counted in the table.",
-        "",
-    ]
-    for nodeid, reason in sorted((gaps or {}).items()):
-        lines.append(f"- `{nodeid}`: {reason.removeprefix('reason: ')}")
-    if not gaps:
-        lines.append("- none")
-    lines += [
-        "",
-        "Security checks (Redis ACL roles, TLS, credentials in logs) are in",
-        "`tests/chaos/test_security_*.py`; see [SECURITY.md](SECURITY.md).",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,13 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-from chaos_fleet import chaos_client
-from chaos_history import Accepted, check, invariants
+from novatests.chaos import storm
+from novatests.chaos.fleet import chaos_client
+from novatests.chaos.history import Accepted, check, invariants
 
 pytestmark = pytest.mark.slow
 
 PROCS, THREADS, TASKS = 3, 4, 2400
-STORM = Path(__file__).with_name("claim_storm.py")
+STORM = Path(storm.__file__)  # run as a script, one process per storm worker
 
 
 def test_claim_storm_never_two_live_leases(redis_url, namespace, tmp_path, record):

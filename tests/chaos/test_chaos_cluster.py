@@ -12,16 +12,15 @@ from pathlib import Path
 
 import pytest
 import redis
-from chaos_fleet import Fleet, chaos_client, no_tracebacks
-from chaos_history import check, invariants
-from helpers import wait_for
+from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
+from novatests.chaos.history import check, invariants
+from novatests.s3 import pick_ports
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
-from redis_fixtures import RedisServer
-from s3_fixtures import pick_ports
 
 from nova_queue import TaskSpec
 from nova_queue.keys import Keyspace
+from nova_queue.local import RedisServer, wait_for
 from nova_queue.stores import open_store
 
 pytestmark = pytest.mark.slow
@@ -30,7 +29,7 @@ pytestmark = pytest.mark.slow
 class LocalCluster:
     """Three ``--cluster-enabled`` masters on free ports, joined by ``redis-cli --cluster``."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, binary: str):
         self.nodes = []
         # the cluster bus listens on port + 10000: pick ports whose bus port is free too
         for i, port in enumerate(pick_ports(3)):
@@ -38,7 +37,8 @@ class LocalCluster:
             d.mkdir(parents=True)
             self.nodes.append(RedisServer("--cluster-enabled", "yes", "--cluster-config-file",
                                           str(d / "nodes.conf"), "--cluster-node-timeout",
-                                          "2000", "--appendonly", "yes", folder=d, port=port))
+                                          "2000", "--appendonly", "yes", binary=binary, folder=d,
+                                          port=port))
 
     def start(self) -> LocalCluster:
         for n in self.nodes:
@@ -82,8 +82,8 @@ class LocalCluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("cluster")).start()
+def cluster(tmp_path_factory, redis_server_bin):
+    c = LocalCluster(tmp_path_factory.mktemp("cluster"), redis_server_bin).start()
     yield c
     c.stop()
 

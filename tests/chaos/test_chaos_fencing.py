@@ -9,9 +9,9 @@ import threading
 import time
 
 import pytest
-from chaos_fleet import chaos_client
-from chaos_history import Accepted, check, invariants
-from helpers import expire_lease
+from novatests.chaos.fleet import chaos_client
+from novatests.chaos.history import Accepted, check, invariants
+from novatests.seed import expire_lease
 
 from nova_queue import TaskSpec
 from nova_queue.errors import StaleResultError, TaskNotFoundError

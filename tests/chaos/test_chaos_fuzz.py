@@ -11,9 +11,9 @@ import math
 import time
 
 import pytest
-from chaos_history import Verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from novatests.chaos.history import Verdict
 
 from nova_queue.apps.registry import available_apps, load_app
 from nova_queue.cli.options import parse_pairs

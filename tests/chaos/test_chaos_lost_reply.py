@@ -10,14 +10,14 @@ import time
 import urllib.parse
 
 import pytest
-from chaos_fleet import chaos_client, no_tracebacks
-from chaos_history import Accepted, check, invariants
-from chaos_proxy import CutProxy
-from helpers import wait_for
+from novatests.chaos.fleet import chaos_client, no_tracebacks
+from novatests.chaos.history import Accepted, check, invariants
+from novatests.chaos.proxy import CutProxy
 
 from nova_queue import TaskSpec
 from nova_queue.errors import StaleResultError
 from nova_queue.keys import result_key
+from nova_queue.local import wait_for
 from nova_queue.scripts import script_sources
 from nova_queue.stores import open_store
 
@@ -155,7 +155,7 @@ def test_worker_commit_retry_after_a_lost_reply_and_an_outage(proxied, fleet, re
 @pytest.mark.slow
 def test_worker_claim_after_a_lost_reply_and_an_outage_keeps_its_lease(redis_url, namespace,
                                                                      tmp_path):
-    from chaos_fleet import Fleet
+    from novatests.chaos.fleet import Fleet
 
     proxy = CutProxy(urllib.parse.urlsplit(redis_url).port)
     direct = chaos_client(redis_url, namespace, lease_ttl_s=6.0, heartbeat_interval_s=1.5)

@@ -9,13 +9,13 @@ import signal
 import time
 
 import pytest
-from chaos_fleet import Fleet, chaos_client, no_tracebacks
-from chaos_history import check, invariants
-from chaos_proxy import CutProxy
-from helpers import wait_for
-from s3_fixtures import ACCESS_KEY, REGION, SECRET_KEY, SeaweedS3
+from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
+from novatests.chaos.history import check, invariants
+from novatests.chaos.proxy import CutProxy
+from novatests.s3 import ACCESS_KEY, REGION, SECRET_KEY, SeaweedS3
 
 from nova_queue import TaskSpec
+from nova_queue.local import wait_for
 from nova_queue.stores import open_store
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3]

@@ -8,11 +8,11 @@ import signal
 import time
 
 import pytest
-from chaos_fleet import LEASE_TTL_S, no_tracebacks
-from chaos_history import check, invariants
-from helpers import wait_for
+from novatests.chaos.fleet import LEASE_TTL_S, no_tracebacks
+from novatests.chaos.history import check, invariants
 
 from nova_queue import TaskSpec
+from nova_queue.local import wait_for
 from nova_queue.stores import open_store
 
 pytestmark = pytest.mark.slow

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import redis
-from chaos_fleet import Fleet, chaos_client, no_tracebacks
-from chaos_history import check
-from helpers import wait_for
+from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
+from novatests.chaos.history import check
 
 from nova_queue import Settings, TaskSpec
 from nova_queue.errors import ConfigError, InputError
+from nova_queue.local import wait_for
 from nova_queue.scripts import script_sources
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "SECURITY.md"

@@ -9,8 +9,9 @@ import subprocess
 import sys
 
 import pytest
-from chaos_fleet import CHAOS_ENV, Fleet, chaos_client, no_tracebacks
-from helpers import wait_for
+from novatests.chaos.fleet import CHAOS_ENV, Fleet, chaos_client, no_tracebacks
+
+from nova_queue.local import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 import redis
-from chaos_fleet import Fleet, chaos_client, no_tracebacks
-from chaos_history import check
-from helpers import wait_for
-from redis_fixtures import find_redis_server, free_port
+from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
+from novatests.chaos.history import check
 
 from nova_queue import TaskSpec
+from nova_queue.local import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -46,12 +45,12 @@ def make_certs(folder: Path) -> dict[str, Path]:
 
 
 @pytest.fixture
-def tls_redis(tmp_path):
+def tls_redis(tmp_path, redis_server_bin):
     """(port, CA path) of a redis-server that speaks only TLS."""
     certs = make_certs(tmp_path)
     port = free_port()
     proc = subprocess.Popen(
-        [find_redis_server(), "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1",
+        [redis_server_bin, "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1",
          "--tls-cert-file", str(certs["server.crt"]), "--tls-key-file", str(certs["server.key"]),
          "--tls-ca-cert-file", str(certs["ca.crt"]), "--tls-auth-clients", "no",
          "--dir", str(tmp_path), "--save", "", "--appendonly", "no"],

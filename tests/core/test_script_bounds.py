@@ -1,0 +1,419 @@
+"""Every Lua script fed its worst-case arguments and forged fields returns quickly.
+
+A caller may send any ARGV, and the worker role may write fields by hand (HSET, SADD, ZADD),
+so no script may loop over a count, size or index it was given: each is bounded by the data
+actually present and by a fixed cap per call (``lua/includes/common.lua``). Each attack here
+runs on a private redis-server, measured by Redis itself (``INFO commandstats``): the number
+of commands the script ran and its own execution time. Before the bounds, the first attack
+(a job's ``total`` forged to 10**12, then ``cancel``) held Redis for days.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from importlib import resources
+
+import pytest
+import redis
+
+from nova_queue import NovaClient, TaskSpec, limits
+from nova_queue.errors import BAD_INPUT
+from nova_queue.local import RedisServer
+from nova_queue.scripts import script_sources
+
+#: Most Redis commands one script call may run in these attacks (the largest bounded paths:
+#: 256 releases or worker removals of ~5-12 commands each; 2000 cancelled tasks of 2 each).
+MAX_INNER_CALLS = 5000
+#: Most milliseconds Redis may spend in one call (its own measure, not the test's clock;
+#: generous for a busy 2-core machine: the count above is the exact bound).
+MAX_SCRIPT_MS = 80
+BIG = 10**12
+HUGE_SET = 50_000  # members of a forged held set / fleet / pending set / stage set
+
+
+@pytest.fixture(scope="module")
+def server(redis_server_bin):
+    s = RedisServer(binary=redis_server_bin).start()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def nova(server, namespace):
+    client = NovaClient.from_url(server.url, namespace=namespace)
+    client.scripts.load(client.redis)  # EVALSHA from the first call: no NOSCRIPT round
+    yield client
+    client.close()
+
+
+class Meter:
+    """Redis's own count of commands and time spent in EVALSHA, around one call."""
+
+    def __init__(self, r: redis.Redis):
+        self.r = r
+
+    def _stats(self) -> dict[str, dict[str, float]]:
+        return self.r.info("commandstats")
+
+    def __call__(self, fn):
+        before = self._stats()
+        result = fn()
+        after = self._stats()
+
+        def diff(name: str, field: str) -> float:
+            return after.get(name, {}).get(field, 0) - before.get(name, {}).get(field, 0)
+
+        inner = sum(diff(name, "calls") for name in after
+                    if name not in ("cmdstat_evalsha", "cmdstat_info"))
+        evals = diff("cmdstat_evalsha", "calls")
+        assert evals == 1, f"expected one EVALSHA, Redis counted {evals}"
+        return result, int(inner), diff("cmdstat_evalsha", "usec") / 1000
+
+
+@pytest.fixture
+def meter(nova):
+    return Meter(nova.redis)
+
+
+def call(nova, name, keys, args):
+    """The script as an attacker runs it: straight EVALSHA, no client-side checks."""
+    return nova.scripts.call(name, keys, args)
+
+
+def assert_bounded(meter, fn, *, expect_bad: bool | None = None, timed: bool = True):
+    """Run one attack call; Redis ran at most MAX_INNER_CALLS commands for it, in at most
+    MAX_SCRIPT_MS. ``timed=False`` for calls with tens of thousands of arguments: Redis
+    builds the script's ARGV table before the script runs, in time proportional to what
+    the caller sent, as for any command that long (such calls must run no command at all)."""
+    result, inner, ms = meter(fn)
+    if os.environ.get("NOVA_BOUNDS_DEBUG"):
+        print(f"bounds: {inner} commands, {ms:.1f} ms")
+    assert inner <= MAX_INNER_CALLS, f"the script ran {inner} commands"
+    if timed:
+        assert ms <= MAX_SCRIPT_MS, f"the script ran {ms:.1f} ms (Redis's measure)"
+    if expect_bad is not None:
+        assert (result[0] == BAD_INPUT) is expect_bad, result
+    return result, inner
+
+
+def k(nova):
+    return nova.keys
+
+
+def seed_job(nova, n=3, app="synthetic"):
+    return nova.enqueue(app, [TaskSpec(f"p{i}", 1.0) for i in range(n)])
+
+
+def fill_set(r, key, n, prefix="x"):
+    pipe = r.pipeline(transaction=False)
+    for lo in range(0, n, 5000):
+        pipe.sadd(key, *[f"{prefix}{i}" for i in range(lo, min(lo + 5000, n))])
+    pipe.execute()
+
+
+def fill_zset(r, key, n, member, score):
+    pipe = r.pipeline(transaction=False)
+    for lo in range(0, n, 5000):
+        pipe.zadd(key, {member(i): score(i) for i in range(lo, min(lo + 5000, n))})
+    pipe.execute()
+
+
+def claim_keys(nova, wid, app="synthetic"):
+    return nova._worker_keys(wid, app)
+
+
+def claim_args(nova, wid, k=1, app="synthetic", ids=None):
+    ids = ids if ids is not None else [f"a{i}" for i in range(k)]
+    return [nova.prefix, wid, app, k, 10_000, 5_000, 1000, 100, *ids]
+
+
+# -- the limits are one definition ---------------------------------------------------------
+
+def test_python_limits_equal_the_lua_limits():
+    common = (resources.files("nova_queue.lua") / "includes" / "common.lua").read_text()
+    lua = {}
+    number = r"[0-9][0-9.e+-]*"
+    for m in re.finditer(rf"^local ((?:MAX|MIN)_\w+(?:, (?:MAX|MIN)_\w+)*) = "
+                         rf"({number}(?:, {number})*)", common, re.MULTILINE):
+        names, values = m.group(1).split(", "), m.group(2).split(", ")
+        lua.update(zip(names, (float(v) for v in values)))
+    for name in ("MAX_CLAIM_K", "MAX_RENEW_LEASES", "MAX_APPS", "MAX_CHUNK", "MAX_VISIT",
+                 "MAX_REAP", "MAX_JOB_TASKS", "MAX_ATTEMPTS", "MAX_TTL_MS", "MAX_EVENTS_MAXLEN",
+                 "MAX_RUN_S", "MAX_INPUT_BYTES", "MAX_PARAMS_BYTES", "MAX_META_BYTES",
+                 "MAX_TEXT_BYTES", "MIN_COST", "MAX_COST"):
+        assert lua[name] == getattr(limits, name), name
+
+
+def test_every_script_is_attacked_below():
+    attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "renew", "complete",
+                "fail", "register", "deregister", "retry", "enqueue"}
+    assert set(script_sources()) == attacked
+
+
+# -- cancel / abort / reap: counts and sizes from writable fields --------------------------
+
+def test_cancel_with_a_forged_total_of_10_to_the_12(nova, meter):
+    job = seed_job(nova, 3)
+    nova.redis.hset(k(nova).job(job), "total", BIG)  # the worker role may HSET
+    keys = [k(nova).job(job), k(nova).pending("synthetic"), k(nova).finished(), k(nova).events()]
+    res, _ = assert_bounded(meter, lambda: call(nova, "cancel", keys,
+                                                [nova.prefix, job, 0, 2000, 1000]))
+    assert res == [0, -1]
+    assert nova.job(job, with_tasks=False).cancelled == 3
+    assert nova.pending_count("synthetic") == 0 and len(nova.tasks(job)) == 3
+    # a count of 10**12 is refused before anything is read
+    assert_bounded(meter, lambda: call(nova, "cancel", keys, [nova.prefix, job, 0, BIG, 1000]),
+                   expect_bad=True)
+
+
+def test_cancel_of_a_huge_job_visits_a_chunk_per_call(nova, meter):
+    job = nova.enqueue("synthetic", [TaskSpec("t", 1.0)] * 25_000)
+    nova.redis.hset(k(nova).job(job), mapping={"total": BIG, "seq0": 0, "priority": 1000})
+    nova.cancel(job)  # aimed at the wrong range by the forged fields: still terminates
+    keys = [k(nova).job(job), k(nova).pending("synthetic"), k(nova).finished(), k(nova).events()]
+    nova.redis.hset(k(nova).job(job), mapping={"total": 25_000, "priority": 0,
+                                                "seq0": int(nova.redis.get(k(nova).seq())) - 25_000})
+    cursor, calls = "0", 0
+    while cursor != "-1":
+        (code, cursor), _ = assert_bounded(
+            meter, lambda c=cursor: call(nova, "cancel", keys, [nova.prefix, job, c, 2000, 1000]))
+        assert code == 0
+        cursor, calls = str(cursor), calls + 1
+    assert calls == 13 and nova.pending_count("synthetic") == 0
+
+
+def test_abort_and_reap_with_a_forged_staged_count(nova, meter):
+    keys = [k(nova).job("stuck"), k(nova).staging(), k(nova).stage("stuck")]
+    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
+                       "total": 5, "name": ""})
+    enq = [k(nova).job("stuck"), k(nova).jobs(), k(nova).staging(), k(nova).stage("stuck"),
+           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps()]
+    call(nova, "enqueue", enq, [nova.prefix, "stuck", 1, 0, meta, 0, 1000, "a", "1", "b", "1"])
+    nova.redis.hset(k(nova).job("stuck"), "staged", BIG)
+    assert_bounded(meter, lambda: call(nova, "abort", keys, [nova.prefix, "stuck", BIG]),
+                   expect_bad=True)
+    res, _ = assert_bounded(meter, lambda: call(nova, "abort", keys,
+                                                [nova.prefix, "stuck", 2000]))
+    assert res == [0, 0] and not nova.redis.exists(k(nova).job("stuck"))
+    # reap's staging cleanup walks the same way
+    call(nova, "enqueue", enq, [nova.prefix, "stuck", 1, 0, meta, 0, 1000, "a", "1", "b", "1"])
+    nova.redis.hset(k(nova).job("stuck"), "staged", BIG)
+    reap_keys = [k(nova).leases(), k(nova).alive(), k(nova).inflight(), k(nova).failed(),
+                 k(nova).finished(), k(nova).meta(), k(nova).events(), k(nova).staging()]
+    assert_bounded(meter, lambda: call(nova, "reap", reap_keys,
+                                       [nova.prefix, 10_000, 5_000, 1000, BIG, 0]),
+                   expect_bad=True)
+    res, _ = assert_bounded(meter, lambda: call(nova, "reap", reap_keys,
+                                                [nova.prefix, 10_000, 5_000, 1000, 256, 0]))
+    assert res[0] == 0 and not nova.redis.exists(k(nova).job("stuck"))
+
+
+def test_reap_with_thousands_of_lost_workers_and_huge_held_sets(nova, meter):
+    r = nova.redis
+    job = seed_job(nova, 3)
+    nova.register_worker("victim", {"name": "v"}, ["synthetic"])
+    nova.claim("victim", "synthetic")
+    fill_set(r, k(nova).held("victim"), HUGE_SET, prefix=f"{job}:")  # forged held entries
+    r.hset(k(nova).worker("victim"), "apps", ",".join(f"a{i}" for i in range(HUGE_SET)))
+    fill_zset(r, k(nova).alive(), 5000, lambda i: f"ghost{i}", lambda i: 1)
+    fill_zset(r, k(nova).leases(), HUGE_SET, lambda i: f"{job}:{i + 10}", lambda i: 1)
+    r.zadd(k(nova).alive(), {"victim": 1})
+    reap_keys = [k(nova).leases(), k(nova).alive(), k(nova).inflight(), k(nova).failed(),
+                 k(nova).finished(), k(nova).meta(), k(nova).events(), k(nova).staging()]
+    total_lost = 0
+    for _ in range(30):  # each call is bounded; the backlog shrinks call by call
+        res, _ = assert_bounded(meter, lambda: call(
+            nova, "reap", reap_keys, [nova.prefix, 10_000, 5_000, 1000, 256, 3_600_000]))
+        total_lost += res[1]
+    assert total_lost == 5001 and r.zcard(k(nova).alive()) == 0
+
+
+# -- the worker scripts ----------------------------------------------------------------------
+
+def test_claim_with_huge_k_fleets_pending_sets_and_held_sets(nova, meter):
+    r = nova.redis
+    job = seed_job(nova, 300)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    keys = claim_keys(nova, "w")
+    # k far past the cap, and k without as many attempt ids: refused before any read
+    assert_bounded(meter, lambda: call(nova, "claim", keys, claim_args(nova, "w", k=BIG, ids=["a"])),
+                   expect_bad=True)
+    assert_bounded(meter, lambda: call(nova, "claim", keys, claim_args(nova, "w", k=limits.MAX_CLAIM_K + 1)),
+                   expect_bad=True)
+    big_argv = claim_args(nova, "w", k=1, ids=[f"id{i}" for i in range(20_000)])
+    res, inner = assert_bounded(meter, lambda: call(nova, "claim", keys, big_argv),
+                                expect_bad=True, timed=False)
+    assert inner == 0
+    # a fleet of forged members makes the policy take its slow path: it weighs 256 of them
+    fill_zset(r, k(nova).app_fleet("synthetic"), HUGE_SET, lambda i: f"fake{i}", lambda i: 1e-6)
+    r.hset(k(nova).worker("w"), mapping={"ema:synthetic": 1.0, "n:synthetic": 5})
+    # forged pending members ahead of the real tasks, forged oom lists on the real ones
+    fill_zset(r, k(nova).pending("synthetic"), HUGE_SET, lambda i: f"junk{i}", lambda i: -1)
+    pipe = r.pipeline(transaction=False)
+    for i in range(300):  # as large as a task input may be (64 KiB), but written by hand
+        pipe.hset(k(nova).task(f"{job}:{i}"), mapping={"oom": "w," * 32_768, "input": "x" * 65_536})
+    pipe.execute()
+    res, _ = assert_bounded(meter, lambda: call(nova, "claim", keys,
+                                                claim_args(nova, "w", k=limits.MAX_CLAIM_K)))
+    assert res[0] == 2  # only junk within reach: dropped, nothing claimed this time
+    r.delete(k(nova).pending("synthetic"))
+    pipe = r.pipeline(transaction=False)
+    for i in range(300):
+        pipe.zadd(k(nova).pending("synthetic"), {f"{job}:{i}": i + 1})
+    pipe.execute()
+    res, _ = assert_bounded(meter, lambda: call(nova, "claim", keys, claim_args(
+        nova, "w", k=limits.MAX_CLAIM_K, ids=[f"b{i}" for i in range(limits.MAX_CLAIM_K)])))
+    assert res[0] in (0, 2)
+    # the retried-claim path with a held set of forged members
+    fill_set(r, k(nova).held("w"), HUGE_SET, prefix=f"{job}:")
+    last = r.hget(k(nova).worker("w"), "last_claim") or "a0"
+    assert_bounded(meter, lambda: call(nova, "claim", keys,
+                                       claim_args(nova, "w", k=1, ids=[last])))
+
+
+def test_complete_claim_with_a_huge_argv(nova, meter):
+    seed_job(nova, 2)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    [lease] = nova.claim("w", "synthetic").leases
+    keys = [k(nova).task(lease.task_id), k(nova).job(lease.job_id),
+            *nova._commit_keys("w", "synthetic"), *[claim_keys(nova, "w")[i] for i in (0, 3, 4, 10)]]
+    key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g1-{lease.attempt_id}.png"
+    commit = [nova.prefix, "w", lease.task_id, 1, lease.attempt_id, key, 0.1, 1, 0.3, 1000, "{}"]
+    argv = [*commit, "synthetic", 1, 10_000, 5_000, 100, *[f"i{i}" for i in range(20_000)]]
+    _, inner = assert_bounded(meter, lambda: call(nova, "complete_claim", keys, argv),
+                              expect_bad=True, timed=False)
+    assert inner == 0
+    assert nova.task(lease.task_id).state == "leased"  # the commit did not happen either
+    argv = [*commit, "synthetic", BIG, 10_000, 5_000, 100, "i1"]
+    assert_bounded(meter, lambda: call(nova, "complete_claim", keys, argv), expect_bad=True)
+    assert nova.task(lease.task_id).state == "leased"
+
+
+def test_renew_with_huge_argv_and_forged_leases(nova, meter):
+    seed_job(nova, 1)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    keys = [k(nova).worker("w"), k(nova).leases(), k(nova).alive(), k(nova).inflight(),
+            k(nova).failed(), k(nova).finished(), k(nova).meta(), k(nova).events()]
+    head = [nova.prefix, "w", 10_000, 5_000, 1000, 100]
+    triples = [x for i in range(30_000) for x in (f"j:{i}", "1", "a")]
+    res, inner = assert_bounded(meter, lambda: call(nova, "renew", keys, head + triples),
+                                expect_bad=True, timed=False)
+    assert inner == 0
+    at_cap = triples[:3 * limits.MAX_RENEW_LEASES]
+    res, _ = assert_bounded(meter, lambda: call(nova, "renew", keys, head + at_cap))
+    assert res[0] == 0 and len(res[2]) == limits.MAX_RENEW_LEASES
+    for bad in ([*head[:2], -5, *head[3:]], [*head[:5], BIG], [*head[:4], -1, head[5]]):
+        assert_bounded(meter, lambda b=bad: call(nova, "renew", keys, b), expect_bad=True)
+
+
+def test_complete_and_fail_with_forged_fields(nova, meter):
+    r = nova.redis
+    seed_job(nova, 2)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    r.hset(k(nova).worker("w"), mapping={"ema:synthetic": 1.0, "n:synthetic": 5})
+    a, b = nova.claim("w", "synthetic", k=2, attempt_ids=["x1", "x2"]).leases
+    r.hset(k(nova).task(a.task_id), "oom", "v," * 32_768)
+    fill_set(r, k(nova).held("w"), HUGE_SET, prefix="zz:")
+    fail_keys = [k(nova).task(a.task_id), k(nova).job(a.job_id), k(nova).worker("w"),
+                 k(nova).held("w"), k(nova).pending("synthetic"), k(nova).leases(),
+                 k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events()]
+    res, _ = assert_bounded(meter, lambda: call(nova, "fail", fail_keys, [
+        nova.prefix, "w", a.task_id, a.lease_gen, a.attempt_id, "oom", "e" * 1_000_000, 1000]))
+    assert res[0] == 0 and len(r.hget(k(nova).task(a.task_id), "error")) == limits.MAX_TEXT_BYTES
+    assert len(r.hget(k(nova).task(a.task_id), "oom")) == 65_536  # past the cap: not grown
+    r.hset(k(nova).worker("w"), mapping={"ema:synthetic": "nan", "tasks_done": "1e308"})
+    key = f"jobs/{b.job_id}/results/{b.index:05d}-g{b.lease_gen}-{b.attempt_id}.png"
+    keys = [k(nova).task(b.task_id), k(nova).job(b.job_id), *nova._commit_keys("w", "synthetic")]
+    res, _ = assert_bounded(meter, lambda: call(nova, "complete", keys, [
+        nova.prefix, "w", b.task_id, b.lease_gen, b.attempt_id, key, 0.5, 1, 0.3, 1000, "{}"]))
+    assert res[0] == 0 and float(r.hget(k(nova).worker("w"), "ema:synthetic")) == 0.5
+
+
+def test_register_with_huge_and_forged_json(nova, meter):
+    keys = [k(nova).worker("w"), k(nova).workers(), k(nova).alive(), k(nova).events()]
+
+    def register(fields, apps, bench="{}", ttl=10_000):
+        return lambda: call(nova, "register", keys, [nova.prefix, "w", ttl, 1000, fields, apps, bench])
+
+    many = json.dumps({f"f{i}": "x" for i in range(100_000)})
+    for attack in (register(many, "synthetic"),                                # 1.4 MB of fields
+                   register(json.dumps({f"f{i}": "x" for i in range(65)}), "synthetic"),
+                   register(json.dumps({"state": "idle"}), "synthetic"),      # a script's field
+                   register(json.dumps({"name": {"nested": [1, 2]}}), "synthetic"),
+                   register("[" * 100_000, "synthetic"),                      # cjson nesting
+                   register("{}", ",".join(f"app{i}" for i in range(100_000))),
+                   register("{}", ",".join(f"app{i}" for i in range(65))),
+                   register("{}", "bad app"),
+                   register("{}", "synthetic", json.dumps({"synthetic": {"bench_s": -1}})),
+                   register("{}", "synthetic", json.dumps({"synthetic": {"bench_s": 1e300}})),
+                   register("{}", "synthetic", ttl=-1),
+                   register("{}", "synthetic", ttl=BIG)):
+        assert_bounded(meter, attack, expect_bad=True)
+    assert not nova.redis.exists(k(nova).worker("w"))
+    ok = register(json.dumps({"name": "w", "pid": "1"}), ",".join(f"a{i}" for i in range(64)),
+                  json.dumps({f"a{i}": {"bench_s": 0.1} for i in range(64)}))
+    res, _ = assert_bounded(meter, ok)
+    assert res[0] == 0 and nova.redis.zcard(k(nova).app_fleet("a63")) == 1
+
+
+def test_deregister_with_huge_held_set_and_apps_field(nova, meter):
+    r = nova.redis
+    job = seed_job(nova, 2)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    [lease] = nova.claim("w", "synthetic").leases
+    fill_set(r, k(nova).held("w"), HUGE_SET, prefix=f"{job}:9")
+    r.hset(k(nova).worker("w"), "apps", ",".join(f"a{i}" for i in range(HUGE_SET)))
+    keys = [k(nova).worker("w"), k(nova).held("w"), k(nova).leases(), k(nova).alive(),
+            k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events()]
+    res, _ = assert_bounded(meter, lambda: call(nova, "deregister", keys, [nova.prefix, "w", 1000]))
+    assert res[0] == 0
+    assert_bounded(meter, lambda: call(nova, "deregister", keys, [nova.prefix, "w", -1]),
+                   expect_bad=True)
+    assert nova.task(lease.task_id).state in ("pending", "leased")  # released if it was sampled
+
+
+def test_retry_and_enqueue_with_forged_and_huge_input(nova, meter):
+    r = nova.redis
+    job = seed_job(nova, 1)
+    r.hset(k(nova).job(job), mapping={"priority": "nan", "seq0": "1e300"})
+    r.hset(k(nova).task(f"{job}:0"), "state", "failed")
+    keys = [k(nova).task(f"{job}:0"), k(nova).job(job), k(nova).pending("synthetic"),
+            k(nova).failed(), k(nova).finished(), k(nova).events()]
+    res, _ = assert_bounded(meter, lambda: call(nova, "retry", keys, [nova.prefix, f"{job}:0", 1000]))
+    assert res[0] == 0
+    enq = [k(nova).job("big"), k(nova).jobs(), k(nova).staging(), k(nova).stage("big"),
+           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps()]
+    meta = {"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3, "total": 1}
+    pairs = [x for i in range(20_000) for x in (f"t{i}", "1")]
+    _, inner = assert_bounded(meter, lambda: call(
+        nova, "enqueue", enq, [nova.prefix, "big", 1, 1, json.dumps(meta), 0, 1000, *pairs]),
+        expect_bad=True, timed=False)
+    assert inner == 0
+    for bad_meta, tasks in (({**meta, "total": BIG}, ["a", "1"]),
+                            ({**meta, "max_attempts": BIG}, ["a", "1"]),
+                            ({**meta, "params": "x" * 70_000}, ["a", "1"]),
+                            (meta, ["a", "1e300"]), (meta, ["a", "nan"])):
+        assert_bounded(meter, lambda m=bad_meta, t=tasks: call(
+            nova, "enqueue", enq, [nova.prefix, "big", 1, 1, json.dumps(m), 0, 1000, *t]),
+            expect_bad=True)
+    assert not r.exists(k(nova).job("big"))
+
+
+def test_publish_of_a_huge_stage_set_moves_a_chunk_per_call(nova, meter):
+    r = nova.redis
+    seed_job(nova, 1)  # the pending set is not empty: no O(1) RENAME
+    enq = [k(nova).job("big"), k(nova).jobs(), k(nova).staging(), k(nova).stage("big"),
+           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps()]
+    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
+                       "total": 2})
+    call(nova, "enqueue", enq, [nova.prefix, "big", 1, 0, meta, 0, 1000, "a", "1"])
+    fill_zset(r, k(nova).stage("big"), HUGE_SET, lambda i: f"big:{i + 1}", lambda i: i + 10)
+    res, _ = assert_bounded(meter, lambda: call(
+        nova, "enqueue", enq, [nova.prefix, "big", 0, 1, "", 1, 1000, "b", "1"]))
+    assert res[0] == 0 and res[2] == HUGE_SET + 1 - limits.MAX_VISIT
+    # while it is published, claims skip its tasks
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    claimed = nova.claim("w", "synthetic", k=5).leases
+    assert all(lease.job_id != "big" for lease in claimed)

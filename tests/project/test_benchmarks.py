@@ -1,0 +1,150 @@
+"""The benchmark's optimum T* on hand-computed fleets, and that ``benchmarks/run.py`` starts.
+
+The benchmarks themselves are not run here: speed is measured by ``benchmarks/run.py``,
+tests check correctness.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+optimum = _load("optimum")
+
+
+@pytest.mark.parametrize("starts, times, n, ends, expected", [
+    # one worker: N back-to-back tasks
+    ([0.0], [1.0], 3, None, 3.0),
+    # finishing instants 1,2,3,… and 2,4,…: the 3rd smallest is 2 (⌊2/1⌋ + ⌊2/2⌋ = 3)
+    ([0.0, 0.0], [1.0, 2.0], 3, None, 2.0),
+    # start-up: 6,7,8,9 and 4,8,12 -> sorted 4,6,7,8,8: the 4th is 8
+    ([5.0, 0.0], [1.0, 4.0], 4, None, 8.0),
+    # a worker stopped at 2.5 finishes only 2 tasks: 1,2 and 1,2,3,4 -> the 6th is 4
+    ([0.0, 0.0], [1.0, 1.0], 6, [2.5, math.inf], 4.0),
+    # a worker that never joined does not count
+    ([math.inf, 0.0], [0.1, 1.0], 2, None, 2.0),
+    # the issue's fleet shape (1×, 1.5×, 10×, 80×), no start-up, 64 tasks of 1 s:
+    # at T = 36: 36 + 24 + 3 + 0 = 63 tasks; the next finishing instant is the 1× worker's
+    # 37th task at 37 (the 1.5× worker's 25th is at 37.5): 37 + 24 + 3 + 0 = 64
+    ([0.0] * 4, [1.0, 1.5, 10.0, 80.0], 64, None, 37.0),
+    # nothing to do
+    ([0.0], [1.0], 0, None, 0.0),
+])
+def test_optimal_makespan_hand_computed(starts, times, n, ends, expected):
+    assert optimum.optimal_makespan(starts, times, n, ends) == pytest.approx(expected)
+
+
+def test_optimal_makespan_infeasible_and_invalid():
+    # two killed workers can do 2 + 1 tasks, never 4
+    assert optimum.optimal_makespan([0, 0], [1, 2], 4, [2.0, 3.0]) == math.inf
+    assert optimum.optimal_makespan([0], [0.0], 1) == math.inf  # no usable worker
+    with pytest.raises(ValueError):
+        optimum.optimal_makespan([0, 0], [1], 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(workers=st.lists(st.tuples(st.floats(0, 5), st.floats(0.05, 4)), min_size=1, max_size=5),
+       n=st.integers(1, 60))
+def test_optimum_is_the_smallest_feasible_instant(workers, n):
+    starts, times = [w[0] for w in workers], [w[1] for w in workers]
+    best = optimum.optimal_makespan(starts, times, n)
+    # feasible at T* ...
+    assert optimum.tasks_done_by(best, starts, times) >= n
+    # ... and at no earlier instant (the count only changes at finishing instants)
+    assert optimum.tasks_done_by(best - 1e-6, starts, times) < n
+
+
+def test_static_split():
+    # worker 2 (start 1, tasks 2 + 2) is last at 5
+    assert optimum.static_split_makespan([0.0, 1.0], [[1.0, 1.0], [2.0, 2.0]]) == 5.0
+
+
+def test_run_help_works():
+    out = subprocess.run([sys.executable, str(BENCH / "run.py"), "--help"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "--quick" in out.stdout and "--json" in out.stdout
+
+
+def test_run_writes_no_files_unless_asked(tmp_path):
+    """Without ``--docs`` or ``--json`` a run only prints: the tracked docs/ stay untouched
+    (a user who wants the numbers must not get a dirty checkout)."""
+    saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
+    docs = BENCH.parent / "docs"
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in docs.iterdir()
+              if p.is_file()}
+    out = subprocess.run([sys.executable, str(BENCH / "run.py"), "--from-json", str(saved)],
+                         capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "100k tasks enqueued in < 1 s: 0.90 s" in out.stdout  # the targets are printed
+    assert "no files written" in out.stderr
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in docs.iterdir()
+             if p.is_file()}
+    assert after == before
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_doc_blocks_are_replaced_in_place_and_kept(tmp_path):
+    docsection = _load("docsection")
+    kept_blocks, put_block = docsection.kept_blocks, docsection.put_block
+
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("# Benchmarks\n\ngenerated part\n")
+    put_block(doc, "txt2img:cpu:tiny:64x64", "first run")
+    put_block(doc, "txt2img:cuda:full:512x512", "gpu run")
+    put_block(doc, "txt2img:cpu:tiny:64x64", "second run")
+    text = doc.read_text()
+    assert text.count("keep:txt2img:cpu:tiny:64x64 -->") == 2 and "first run" not in text
+    assert text.index("second run") < text.index("gpu run")
+    blocks = kept_blocks(text)
+    assert [b.splitlines()[1] for b in blocks] == ["second run", "gpu run"]
+
+
+def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
+    """``run.py --from-json`` re-renders BENCHMARKS.md and the plots from a real run's
+    results (the full run of 2026-11-30), keeping the txt2img blocks."""
+    import json
+
+    saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
+    res = json.loads(saved.read_text())
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("old text\n\n<!-- keep:txt2img:x -->\na GPU run\n<!-- /keep:txt2img:x -->\n")
+    out = subprocess.run([sys.executable, str(BENCH / "run.py"), "--from-json", str(saved),
+                          "--docs", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    text = doc.read_text()
+    assert "old text" not in text and text.rstrip().endswith("<!-- /keep:txt2img:x -->")
+    enqueue = res["scale"]["enqueue_100k_s"]
+    assert f"| 100k tasks enqueued in < 1 s | {enqueue:.2f} s | " \
+           f"{'**met**' if enqueue < 1 else '**missed**'} |" in text
+    ratio = res["throughput"]["nova_over_rq"]
+    assert f"{ratio:.1f} × (paired per repeat at 1 / 2 / 4 processes: " in text
+    for heading in ("## 1–2. Scheduling quality", "## 3. Lifecycle throughput",
+                    "## 4. Scale", "## 5. Recovery", "## What moved the missed targets"):
+        assert heading in text
+    assert {p.name for p in tmp_path.glob("*.png")} == {
+        "bench-makespan.png", "bench-throughput.png", "bench-recovery.png"}
+    # every target, as the report computes it, is in the document's table
+    monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
+    targets = _load("report").targets(res)
+    assert len(targets) == 7
+    for t in targets:
+        assert f"| {t['target']} | {t['measured']} |" in text

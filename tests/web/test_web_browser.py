@@ -1,0 +1,238 @@
+"""A real headless Chromium watches a job's gallery fill live, without a reload.
+
+Needs Debian's ``/usr/bin/chromium`` (``playwright install`` cannot download browsers
+here); skipped without it. The screenshot of the hostile-prompt job goes to
+``test-artifacts/gallery.png`` (the README's ``docs/gallery.png`` is a demo job, made by
+``scripts/gallery_screenshot.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from novatests.web import StandInWorker, enqueue
+
+CHROMIUM = Path("/usr/bin/chromium")
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+XSS_PROMPT = ('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+              '<b onmouseover="window.__xss=3">bold?</b>')
+BIDI_PROMPT = "invoice \u202egnp.exe"
+PROMPTS = ["a lighthouse at dusk, oil painting", "a red fox in fresh snow",
+           "isometric city block at night, neon", "a bowl of ramen, studio light",
+           XSS_PROMPT, BIDI_PROMPT]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
+                       "(apt-get install chromium); CI installs it"),
+]
+
+LOADED_JS = ("() => Array.from(document.querySelectorAll('#grid img'))"
+             ".filter(i => i.complete && i.naturalWidth > 0).length")
+
+
+def real_worker_available() -> bool:
+    """Whether ``nova-queue worker`` exists (nova_queue/cli/run.py defines ``worker``)."""
+    run = REPO / "nova_queue" / "cli" / "run.py"
+    return run.exists() and bool(re.search(r"^def worker\(", run.read_text(), re.MULTILINE))
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium per module (Playwright gives it a fresh temporary profile)."""
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+    try:
+        yield browser
+    finally:
+        browser.close()
+        pw.stop()
+
+
+@pytest.fixture
+def browser_page(chromium):
+    """A page in a fresh browser context; console errors and page errors collected."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.errors = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: page.errors.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: msg.type == "error" and page.errors.append(msg.text))
+    page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def start_worker(web_settings, nova, store, tmp_path):
+    """The real worker process when it exists, else an in-process stand-in (a thread)."""
+    if real_worker_available():
+        env = {**os.environ, "NOVA_HOME": str(tmp_path / "worker-home"), "PYTHONUNBUFFERED": "1"}
+        env.pop("NOVA_WEB_TOKEN", None)
+        return subprocess.Popen(
+            [sys.executable, "-m", "nova_queue", "--redis", web_settings.redis_url,
+             "--store", web_settings.store_url, "--namespace", web_settings.namespace,
+             "worker", "--app", "synthetic", "--burst"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Stand-in used only while nova_queue/cli/run.py has no worker command.
+    w = StandInWorker(nova, store, "standin-cpu", name="standin-cpu", backend="cpu")
+    thread = threading.Thread(target=w.run_all, daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_worker(handle) -> None:
+    """Wait for the burst worker to exit (it must exit 0); join the stand-in thread."""
+    if isinstance(handle, subprocess.Popen):
+        try:
+            out, _ = handle.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            handle.kill()
+            out, _ = handle.communicate(timeout=5)
+        assert handle.returncode == 0, out.decode(errors="replace")[-3000:]
+    else:
+        handle.join(30)
+
+
+def save_screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def test_gallery_fills_live_with_backend_tags_and_runs_no_user_script(
+        browser_page, live_server, web_settings, nova, store, tmp_path):
+    page = browser_page
+    job = enqueue(nova, PROMPTS, params={"seconds": 0.05, "size": 192},
+                  name="Gallery demo <i>not italic</i>")  # markup in the name stays text
+    page.goto(f"{live_server}/jobs/{job}")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'live'", timeout=10_000)
+    page.evaluate("() => { window.__marker = 1; }")
+    assert page.evaluate(LOADED_JS) == 0
+    assert page.locator("#grid .placeholder").count() == len(PROMPTS)
+
+    handle = start_worker(web_settings, nova, store, tmp_path)
+    try:
+        page.wait_for_function(f"() => ({LOADED_JS})() === {len(PROMPTS)}", timeout=45_000)
+        page.wait_for_function("() => document.querySelector('#job [data-f=percent_text]')"
+                               ".textContent === '100 %'", timeout=10_000)
+    finally:
+        stop_worker(handle)
+
+    assert page.evaluate("() => window.__marker") == 1  # same document: no reload
+    assert page.evaluate("() => performance.getEntriesByType('navigation').length") == 1
+    badges = page.locator("#grid .badge.backend").all_text_contents()
+    assert badges == ["CPU"] * len(PROMPTS)
+    assert all(w for w in page.locator('#grid [data-f="worker"]').all_text_contents())
+    # hostile prompt: shown as its raw text, nothing injected, nothing ran
+    assert page.locator("#task-4 .prompt").text_content() == XSS_PROMPT
+    assert page.evaluate("() => window.__xss") is None
+    assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"], #grid script,"
+                         " #grid b').length") == 0
+    assert page.locator("#task-5 .prompt").text_content() == "invoice \u27eaU+202E\u27ebgnp.exe"
+    assert page.locator("h1").first.text_content() == "Gallery demo <i>not italic</i>"
+    story = " ".join(page.locator("#timeline .ev-text").all_text_contents())
+    assert story.count("completed by") == len(PROMPTS)
+    assert page.errors == []  # no CSP violations, no script errors
+
+    save_screenshot(page, "gallery.png")
+
+
+def test_polling_fallback_fills_the_grid_without_websockets(browser_page, live_server, nova,
+                                                             store):
+    page = browser_page
+    page.add_init_script("delete window.WebSocket;")
+    job = enqueue(nova, ["one", "two", "three"], params={"seconds": 0.0, "size": 64})
+    page.goto(f"{live_server}/jobs/{job}")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'polling'", timeout=10_000)
+    page.evaluate("() => { window.__marker = 1; }")
+    StandInWorker(nova, store, "poll-worker", name="poll-worker", backend="mps").run_all()
+    page.wait_for_function(f"() => ({LOADED_JS})() === 3", timeout=20_000)
+    assert page.evaluate("() => window.__marker") == 1
+    assert page.locator("#grid .badge.backend").all_text_contents() == ["Metal"] * 3
+    assert page.errors == []
+
+
+def test_jobs_and_workers_pages_update_live(browser_page, live_server, nova, store):
+    page = browser_page
+    page.goto(f"{live_server}/")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'live'", timeout=10_000)
+    page.evaluate("() => { window.__marker = 1; }")
+    job = enqueue(nova, ["x"], name="<b>new</b> \u202ejob")
+    row = page.locator(f'#jobs tr[data-job="{job}"]')
+    row.wait_for(timeout=10_000)
+    assert row.locator('[data-f="title"]').text_content() == "<b>new</b> \u27eaU+202E\u27ebjob"
+    assert row.locator('[data-f="link"]').get_attribute("href") == f"/jobs/{job}"
+    assert page.evaluate("() => window.__marker") == 1
+
+    page.goto(f"{live_server}/workers")
+    page.evaluate("() => { window.__marker = 2; }")
+    StandInWorker(nova, store, "w-late", name="late-joiner", backend="rocm", host="far-host")
+    page.locator("#fleet", has_text="late-joiner").wait_for(timeout=10_000)
+    assert "far-host" in page.locator("#fleet").text_content()
+    assert page.locator("#fleet .badge.backend").all_text_contents() == ["ROCm"]
+    assert page.evaluate("() => window.__marker") == 2
+    assert page.errors == []
+
+
+def test_gallery_says_live_when_no_worker_serves_the_app(browser_page, live_server, nova):
+    from nova_queue import TaskSpec
+
+    page = browser_page
+    job = nova.enqueue("txt2img", [TaskSpec("a castle"), TaskSpec("a moat")])
+    page.goto(f"{live_server}/jobs/{job}")
+    note = page.locator('#job [data-f="workers_text"]')
+    assert note.is_visible()
+    assert note.text_content().startswith("No live worker serves app 'txt2img'")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'live'", timeout=10_000)
+    page.evaluate("() => { window.__marker = 1; }")
+    nova.register_worker("w-gpu", {"name": "gpu", "backend": "cuda"}, ("txt2img",))
+    note.wait_for(state="hidden", timeout=10_000)
+    nova.deregister_worker("w-gpu")
+    note.wait_for(state="visible", timeout=10_000)
+    assert "Tasks wait until one joins" in note.text_content()
+    assert page.evaluate("() => window.__marker") == 1  # no reload
+    assert page.errors == []  # no CSP violations
+
+
+def test_unlocking_on_a_crafted_404_page_stays_on_this_site(browser_page, live_server):
+    from novatests.web import WEB_TOKEN
+
+    page = browser_page
+    # the link a phisher sends: a 404 whose path, once the browser drops the tab, would
+    # have made the unlock form redirect to //evil.example/phish
+    resp = page.goto(f"{live_server}/%09/evil.example/phish")
+    assert resp is not None and resp.status == 404
+    assert page.locator('form.unlock input[name="next"]').get_attribute("value") == "/"
+    page.fill('form.unlock input[name="token"]', WEB_TOKEN)
+    with page.expect_navigation():
+        page.click("form.unlock button")
+    assert page.url == f"{live_server}/"
+    assert page.locator("header form button", has_text="Lock").is_visible()
+    # a hand-made form posting the hostile next directly is sent home as well
+    with page.expect_navigation():
+        page.evaluate("""(target) => {
+            const f = document.querySelector('header form');
+            f.querySelector('input[name="next"]').value = target;
+            f.submit();
+        }""", "/\t/evil.example/phish")
+    assert page.url == f"{live_server}/"
+    assert page.locator("form.unlock button").is_visible()  # that was the Lock form
+    # the console reports the 404 page itself; nothing else
+    assert [e for e in page.errors if "status of 404" not in e] == []
