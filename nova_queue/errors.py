@@ -1,7 +1,9 @@
 """One exception hierarchy for every domain state, and the Lua status codes behind it.
 
 Scripts return small integer codes (see each script's header); :func:`raise_for_code`
-is the only place that turns them into exceptions.
+is the only place that turns them into exceptions. The codes and claim's wait hints are
+defined here once: ``nova_queue/scripts.py`` writes :data:`CODES` and :data:`WAIT_MS` into
+every script as the Lua tables ``CODE`` and ``WAIT_MS`` (``return { CODE.WAIT, ... }``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,18 @@ JOB_EXISTS = -8
 BAD_INPUT = -9
 WORKER_LOST = -10
 BAD_STATE = -11
+#: Every status code above by name (each int constant of this block is one): Lua's ``CODE``.
+CODES: dict[str, int] = {name: value for name, value in dict(globals()).items()
+                         if name.isupper() and type(value) is int}
+
+#: The retry-after hints (ms) claim answers with WAIT and EMPTY: Lua's ``WAIT_MS``.
+WAIT_MS: dict[str, int] = {
+    "DRAINING": 500,  # WAIT: nothing pending, but leased tasks may fail back into the queue
+    "EMPTY": 1000,  # EMPTY: nothing pending and nothing in flight
+    "BLOCKED": 1000,  # WAIT: tasks pending, none this worker may take now (staging, its oom)
+    "MIN": 50,  # WAIT from the policy: when the next other worker frees up, within MIN..MAX
+    "MAX": 1000,
+}
 
 
 class NovaError(Exception):
