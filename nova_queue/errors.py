@@ -2,8 +2,9 @@
 
 Scripts return small integer codes (see each script's header); :func:`raise_for_code`
 is the only place that turns them into exceptions. The codes and claim's wait hints are
-defined here once: ``nova_queue/scripts.py`` writes :data:`CODES` and :data:`WAIT_MS` into
-every script as the Lua tables ``CODE`` and ``WAIT_MS`` (``return { CODE.WAIT, ... }``).
+defined here once: scripts name them ``CODE.<NAME>`` and ``WAIT_MS.<NAME>`` (``return {
+CODE.WAIT, int(now), WAIT_MS.EMPTY }``) and ``nova_queue/scripts.py`` folds in the values of
+:data:`CODES` and :data:`WAIT_MS` when it loads them.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ JOB_EXISTS = -8
 BAD_INPUT = -9
 WORKER_LOST = -10
 BAD_STATE = -11
-#: Every status code above by name (each int constant of this block is one): Lua's ``CODE``.
+#: Every status code above by name (each int constant of this block is one): Lua's ``CODE.X``.
 CODES: dict[str, int] = {name: value for name, value in dict(globals()).items()
                          if name.isupper() and type(value) is int}
 
-#: The retry-after hints (ms) claim answers with WAIT and EMPTY: Lua's ``WAIT_MS``.
+#: The retry-after hints (ms) claim answers with WAIT and EMPTY: Lua's ``WAIT_MS.X``.
 WAIT_MS: dict[str, int] = {
     "DRAINING": 500,  # WAIT: nothing pending, but leased tasks may fail back into the queue
     "EMPTY": 1000,  # EMPTY: nothing pending and nothing in flight

@@ -1,16 +1,16 @@
-"""The Lua loader (includes of includes, each once, no cycles), the status codes and wait
-hints Lua shares with errors.py, and the size of the pieces scripts are made of."""
+"""The Lua loader (includes of includes, each once, no cycles; codes, wait hints and limits
+folded at load), the status codes and wait hints Lua shares with errors.py, and the size of
+the pieces scripts are made of."""
 
 from __future__ import annotations
 
-import json
 import re
 from importlib import resources
 
 import pytest
 
 from nova_queue import errors
-from nova_queue.scripts import IncludeError, expand_includes, preamble, script_sources
+from nova_queue.scripts import IncludeError, expand_includes, fold_constants, script_sources
 
 FOLDER = resources.files("nova_queue.lua")
 INCLUDES = FOLDER / "includes"
@@ -115,14 +115,53 @@ def test_command_bodies_are_short(name):
 
 # -- status codes and wait hints: one definition (errors.py) ---------------------------------
 
-def test_every_script_starts_with_the_generated_tables():
+FOLDED = re.compile(r"\((-?[0-9][0-9.e+-]*) --\[\[(?:(CODE|WAIT_MS)\.)?([A-Z][A-Z0-9_]*)\]\]\)")
+
+
+def test_codes_hints_and_limits_are_folded_from_their_one_definition():
+    common = (INCLUDES / "common.lua").read_text()
+    limits = {}
+    for names, values in re.findall(r"^local ([A-Z]\w+(?:, [A-Z]\w+)*) = ([0-9.e+-]+(?:, "
+                                    r"[0-9.e+-]+)*)", common, re.MULTILINE):
+        limits.update(zip(names.split(", "), values.split(", ")))
+    tables = {"CODE": errors.CODES, "WAIT_MS": errors.WAIT_MS}
+    seen = set()
     for name, (_, source) in script_sources().items():
-        assert source.startswith(preamble()), name
+        for value, table, word in FOLDED.findall(source):
+            expected = tables[table][word] if table else limits[word]
+            assert value == str(expected), f"{name}: {table}.{word}"
+            seen.add(f"{table}.{word}" if table else word)
+        left = re.findall(r"(?<!\w)(?<![^.]\.)(?:CODE|WAIT_MS|MAX_[A-Z_]+|MIN_[A-Z_]+|SCORE_\w+)\b",
+                          lua_code(source))
+        assert not left, f"{name}: not folded: {left}"
+    assert {"CODE.WAIT", "CODE.BAD_INPUT", "WAIT_MS.EMPTY", "MAX_CLAIM_K"} <= seen
 
 
-def test_the_generated_tables_equal_errors_py(r):
-    got = json.loads(r.eval(preamble() + "return cjson.encode({ CODE, WAIT_MS })", 0))
-    assert got == [errors.CODES, errors.WAIT_MS]
+def test_folding_keeps_the_lua_meaning(r):
+    """Folded values in every kind of place (negated, concatenated, indexed), comments and
+    strings untouched; run by Redis itself."""
+    source = fold_constants(
+        "--[[ header: CODE.WAIT and MAX_X stay ]]\nlocal MAX_X, MIN_Y = 64, 1e-9 -- limits\n"
+        "local t = { 7 }\nt[MAX_X] = 5\n"
+        "return { CODE.WAIT, -CODE.BAD_INPUT, WAIT_MS.EMPTY, MAX_X..'|'..CODE.OK, t[MAX_X],"
+        " 'CODE.WAIT MAX_X', tostring(MIN_Y * 1e9) } -- CODE.OK", "x-0.lua")
+    assert "local MAX_X" not in lua_code(source)
+    assert r.eval(source, 0) == [errors.WAIT, -errors.BAD_INPUT, errors.WAIT_MS["EMPTY"],
+                                 "64|0", 5, "CODE.WAIT MAX_X", "1"]
+
+
+@pytest.mark.parametrize("source, message", [
+    ("return CODE.NOPE", "x-0.lua: CODE.NOPE is not in nova_queue/errors.py"),
+    ("return WAIT_MS.SOON", "x-0.lua: WAIT_MS.SOON is not in nova_queue/errors.py"),
+    ("local c = CODE", "x-0.lua: CODE is folded at load: write CODE.<NAME>"),
+    ("local MAX_A = 1\nlocal MAX_A = 2", "x-0.lua: constant MAX_A declared twice"),
+])
+def test_unknown_codes_and_clashing_constants_are_refused(source, message):
+    with pytest.raises(IncludeError, match=re.escape(message)):
+        fold_constants(source, "x-0.lua")
+
+
+def test_the_codes_are_distinct_and_those_python_uses():
     assert errors.CODES["WAIT"] == errors.WAIT and errors.CODES["BAD_INPUT"] == errors.BAD_INPUT
     assert len(set(errors.CODES.values())) == len(errors.CODES)
 

@@ -1,6 +1,7 @@
 --[[ common: limits, input checks, time, number formatting, events, job completion.
-  Included by every script (through other includes too; the loader adds it once). CODE and
-  WAIT_MS come from the preamble nova_queue/scripts.py writes from nova_queue/errors.py.
+  Included by every script (through other includes too; the loader adds it once). CODE.<NAME>
+  and WAIT_MS.<NAME> (nova_queue/errors.py) and the constants below are folded into their
+  uses when nova_queue/scripts.py loads a script: they cost nothing per call.
   ctx fields used here: prefix, events, maxlen, finished.
 ]]
 local SCORE_PRIORITY_STEP = 4398046511104 -- 2^42: seq space per priority level
