@@ -1,7 +1,10 @@
 """One exception hierarchy for every domain state, and the Lua status codes behind it.
 
 Scripts return small integer codes (see each script's header); :func:`raise_for_code`
-is the only place that turns them into exceptions.
+is the only place that turns them into exceptions. The codes and claim's wait hints are
+defined here once: scripts name them ``CODE.<NAME>`` and ``WAIT_MS.<NAME>`` (``return {
+CODE.WAIT, int(now), WAIT_MS.EMPTY }``) and ``nova_queue/scripts.py`` folds in the values of
+:data:`CODES` and :data:`WAIT_MS` when it loads them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,18 @@ JOB_EXISTS = -8
 BAD_INPUT = -9
 WORKER_LOST = -10
 BAD_STATE = -11
+#: Every status code above by name (each int constant of this block is one): Lua's ``CODE.X``.
+CODES: dict[str, int] = {name: value for name, value in dict(globals()).items()
+                         if name.isupper() and type(value) is int}
+
+#: The retry-after hints (ms) claim answers with WAIT and EMPTY: Lua's ``WAIT_MS.X``.
+WAIT_MS: dict[str, int] = {
+    "DRAINING": 500,  # WAIT: nothing pending, but leased tasks may fail back into the queue
+    "EMPTY": 1000,  # EMPTY: nothing pending and nothing in flight
+    "BLOCKED": 1000,  # WAIT: tasks pending, none this worker may take now (staging, its oom)
+    "MIN": 50,  # WAIT from the policy: when the next other worker frees up, within MIN..MAX
+    "MAX": 1000,
+}
 
 
 class NovaError(Exception):

@@ -75,9 +75,9 @@ Fields and members:
   speed estimate, scored by it (s per cost unit).
 - ``meta``: ``last_tick_ms`` (last script run) and ``grace_until_ms`` (no reaping before;
   set after Redis was unreachable, so lease holders get one renewal window).
-- ``events``: ``XADD`` with ``MAXLEN ~``; fields ``type`` (enqueued claimed completed
-  stale_rejected failed requeued cancelled job_finished job_cancelled worker_joined
-  worker_left worker_lost) ``job task worker`` and type-specific fields.
+- ``events``: ``XADD`` with ``MAXLEN ~``; fields ``type`` and that type's fields, both
+  from the one table of event types, :data:`nova_queue.events.EVENT_TYPES` (name, fields,
+  meaning).
 - ``web:session:<digest>``: a gallery session with write access; ``<digest>`` is the
   SHA-256 (hex) of the random nonce in the session cookie, the value an HMAC of the web
   token under the gallery's secret (a changed token no longer matches); TTL: the unlock

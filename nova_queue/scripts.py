@@ -1,45 +1,132 @@
 """Loads the Lua commands in ``nova_queue/lua/`` and registers them with a Redis client.
 
-Each file ``<command>-<numkeys>.lua`` is one atomic command; ``--- @include "name"``
-lines pull in ``lua/includes/name.lua`` (shared helpers), as BullMQ does. Scripts are
-registered with redis-py's ``register_script``, which re-loads a script after NOSCRIPT
-(a restart, a failover, or ``SCRIPT FLUSH``).
+Each file ``<command>-<numkeys>.lua`` is one atomic command. A line ``--- @include "name"``
+pulls in ``lua/includes/name.lua`` (one ``local function`` each, as BullMQ's
+``src/commands/includes/``), and includes may include includes: each is expanded once per
+script, where it is first named, its own includes ahead of its body, so every function is
+defined before the code that calls it; naming it again adds nothing, and an include that
+reaches itself is an error.
+
+Then named constants are folded into the code (:func:`fold_constants`): the status codes
+``CODE.<NAME>`` and claim's wait hints ``WAIT_MS.<NAME>`` from ``errors.py`` (one definition
+for Lua and Python), and the limits an include declares as ``local MAX_X = <number>``
+(``common.lua``). Redis runs a script's whole chunk on every call, so each ``local`` that a
+function captures costs an upvalue per call, found by a walk over the ones already open:
+folded, constants cost nothing per call, however many small functions use them.
+
+Scripts are registered with redis-py's ``register_script``, which re-loads a script after
+NOSCRIPT (a restart, a failover, or ``SCRIPT FLUSH``).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
 import redis
 
-_INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"\s*$', re.MULTILINE)
+from nova_queue import errors
+
+_INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"\s*$')
 _NAME_RE = re.compile(r"^([a-z_]+)-(\d+)\.lua$")
+_NUMBER = r"-?[0-9][0-9.e+-]*"
+#: ``local MAX_A, MIN_B = 1, 2e-9 -- comment``: constants, folded into their uses.
+_CONSTANT_RE = re.compile(rf"^local ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*) = "
+                          rf"({_NUMBER}(?:, {_NUMBER})*)\s*(?:--.*)?$", re.MULTILINE)
+#: Comments and strings (kept as they are), ``CODE.X`` / ``WAIT_MS.X``, capitalised names
+#: (not a field: ``t.MAX_X`` stays, ``'a'..MAX_X`` is folded).
+_TOKEN_RE = re.compile(r"""--\[\[.*?\]\]|--[^\n]*|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|"""
+                       r"(?<!\w)(?<![^.]\.)(?:(CODE|WAIT_MS)\.)?([A-Z][A-Z0-9_]*)\b", re.DOTALL)
+
+
+class IncludeError(ValueError):
+    """A script names an include that is missing or malformed, part of a cycle, or a
+    constant or code that is not defined."""
 
 
 @functools.cache
 def script_sources() -> dict[str, tuple[int, str]]:
     """``{command: (numkeys, source with includes expanded)}`` for every script."""
     folder = resources.files("nova_queue.lua")
+    includes = folder / "includes"
+
+    def read(name: str) -> str:
+        return (includes / f"{name}.lua").read_text(encoding="utf-8")
+
     out: dict[str, tuple[int, str]] = {}
     for entry in folder.iterdir():
         m = _NAME_RE.match(entry.name)
         if not m:
             continue
-        out[m.group(1)] = (int(m.group(2)), _expand(entry.read_text(encoding="utf-8")))
+        body = expand_includes(entry.read_text(encoding="utf-8"), entry.name, read)
+        out[m.group(1)] = (int(m.group(2)), fold_constants(body, entry.name))
     return out
 
 
-def _expand(source: str) -> str:
-    folder = resources.files("nova_queue.lua") / "includes"
+def fold_constants(source: str, name: str) -> str:
+    """``source`` with ``CODE.<NAME>`` and ``WAIT_MS.<NAME>`` (from :data:`errors.CODES` and
+    :data:`errors.WAIT_MS`) and its own ``local MAX_X = <number>`` constants written as
+    ``(<value> --[[<name>]])`` where they are used (not in comments or strings); the
+    declarations become comments. Raises IncludeError for a code or hint that errors.py
+    lacks, or a constant declared twice with different values."""
+    constants: dict[str, str] = {}
+    for m in _CONSTANT_RE.finditer(source):
+        for const, value in zip(m.group(1).split(", "), m.group(2).split(", "), strict=True):
+            if constants.setdefault(const, value) != value:
+                raise IncludeError(f"{name}: constant {const} declared twice")
+    source = _CONSTANT_RE.sub(lambda m: "-- folded by scripts.py: " + m.group(0), source)
+    tables = {"CODE": errors.CODES, "WAIT_MS": errors.WAIT_MS}
 
-    def include(m: re.Match[str]) -> str:
-        return (folder / f"{m.group(1)}.lua").read_text(encoding="utf-8")
+    def fold(m: re.Match[str]) -> str:
+        table, word = m.group(1), m.group(2)
+        if table:
+            if word not in tables[table]:
+                raise IncludeError(f"{name}: {table}.{word} is not in nova_queue/errors.py")
+            return f"({tables[table][word]} --[[{table}.{word}]])"
+        if word in tables:
+            raise IncludeError(f"{name}: {word} is folded at load: write {word}.<NAME>")
+        if word in constants:
+            return f"({constants[word]} --[[{word}]])"
+        return m.group(0)
 
-    # includes may not include each other; every script lists what it needs in order
-    return _INCLUDE_RE.sub(include, source)
+    return _TOKEN_RE.sub(fold, source)
+
+
+def expand_includes(source: str, name: str, read: Callable[[str], str]) -> str:
+    """``source`` (the file ``name``) with its includes expanded, recursively, each once;
+    ``read(include)`` returns an include's text. Raises IncludeError naming file and line."""
+    done: set[str] = set()
+
+    def walk(text: str, where: str, chain: tuple[str, ...]) -> str:
+        out: list[str] = []
+        for lineno, line in enumerate(text.splitlines(keepends=True), 1):
+            if "@include" not in line:
+                out.append(line)
+                continue
+            m = _INCLUDE_RE.match(line.rstrip("\n"))
+            if not m:
+                raise IncludeError(f'{where}:{lineno}: malformed include line, expected '
+                                   f'--- @include "name": {line.strip()[:80]}')
+            include = m.group(1)
+            if include in chain:
+                cycle = " -> ".join((*chain[chain.index(include):], include))
+                raise IncludeError(f"{where}:{lineno}: include cycle {cycle}")
+            if include in done:
+                continue
+            try:
+                body = read(include)
+            except FileNotFoundError:
+                raise IncludeError(f"{where}:{lineno}: no include named {include!r} "
+                                   f"(lua/includes/{include}.lua)") from None
+            out.append(walk(body if body.endswith("\n") else body + "\n",
+                            f"includes/{include}.lua", (*chain, include)))
+            done.add(include)
+        return "".join(out)
+
+    return walk(source, name, ())
 
 
 class Scripts:

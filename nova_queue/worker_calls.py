@@ -67,6 +67,17 @@ class WorkerCalls:
                 k.alive(), k.inflight(), k.failed(), k.finished(), k.events()]
         return keys
 
+    def _next_claim_keys(self, app: str) -> list[str]:
+        """complete_claim-15's KEYS[12..15], the claim's own: ``app``'s pending set, fleet and
+        workers set, and the meta hash (the claim shares KEYS[3..11] with the commit)."""
+        cache_key = ("next_claim", "", app)
+        keys = self._key_lists.get(cache_key)
+        if keys is None:
+            k = self.keys
+            keys = self._key_lists[cache_key] = [
+                k.pending(app), k.app_fleet(app), k.app_workers(app), k.meta()]
+        return keys
+
     def register_worker(self, worker_id: str, fields: Mapping[str, Any], apps: Iterable[str],
                         bench: Mapping[str, Mapping[str, float | None]] | None = None) -> bool:
         """Join the fleet (or re-join); returns True if the id was known before."""
@@ -182,12 +193,10 @@ class WorkerCalls:
         app = app or lease.app
         ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
         keys = self.keys
-        claim_keys = self._worker_keys(worker_id, app)
         res = self._call(
             "complete_claim",
             [keys.task(lease.task_id), keys.job(lease.job_id),
-             *self._commit_keys(worker_id, lease.app),
-             claim_keys[0], claim_keys[3], claim_keys[4], claim_keys[10]],
+             *self._commit_keys(worker_id, lease.app), *self._next_claim_keys(app)],
             [*self._commit_args(worker_id, lease, result_key, run_s, warm, meta),
              app, len(ids), self.settings.lease_ttl_ms, self._gap_ms, REAP_LIMIT, *ids])
         code = int(res[0])

@@ -112,53 +112,81 @@ def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
     }
 
 
+Fields = Mapping[str, str]
+
+
+def _task(f: Fields) -> str:
+    return f"task {f.get('task', '?')}"
+
+
+def _error(f: Fields) -> str:
+    return f": {f['error']}" if f.get("error") else ""
+
+
+def _claimed(f: Fields, who: str) -> str:
+    pred = f.get("predicted_s")
+    extra = f", predicted {fmt_seconds(float(pred))}" if pred else ""
+    return (f"{_task(f)} claimed by {who} ({backend_label(f.get('backend', ''))}), "
+            f"attempt {f.get('attempt')}, lease gen {f.get('lease_gen')}{extra}")
+
+
+def _completed(f: Fields, who: str) -> str:
+    warm = "warm" if f.get("warm") == "1" else "cold"
+    return (f"{_task(f)} completed by {who} in {fmt_seconds(_float(f.get('run_s')))} ({warm}),"
+            f" lease gen {f.get('lease_gen')}")
+
+
+def _stale_rejected(f: Fields, who: str) -> str:
+    return (f"stale {f.get('op', 'report')} of {_task(f)} from {who} rejected: lease gen "
+            f"{f.get('lease_gen')}, current gen {f.get('current_gen') or '–'}, "
+            f"task {f.get('state')}")
+
+
+def _worker_joined(f: Fields, who: str) -> str:
+    again = "rejoined" if f.get("rejoined") == "1" else "joined"
+    return (f"worker {who} {again} ({backend_label(f.get('backend', ''))} on "
+            f"{f.get('host') or '?'}), serving {f.get('apps') or 'nothing'}")
+
+
+#: One line per event type of :data:`nova_queue.events.EVENT_TYPES` (``f``: the event's
+#: fields, ``who``: its worker's name); tests/core/test_events.py checks that none is missing.
+EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
+    "enqueued": lambda f, who: (f"job {f.get('job')} enqueued: {f.get('total')} "
+                                f"{f.get('app')} tasks"),
+    "claimed": _claimed,
+    "completed": _completed,
+    "stale_rejected": _stale_rejected,
+    "requeued": lambda f, who: (f"{_task(f)} requeued after {f.get('kind')} on {who} "
+                                f"(attempt {f.get('attempt')}){_error(f)}"),
+    "failed": lambda f, who: (f"{_task(f)} failed for good on {who} after attempt "
+                              f"{f.get('attempt')}: {f.get('kind')}{_error(f)}"),
+    "cancelled": lambda f, who: (f"{_task(f)} cancelled with its job; its lease on {who} "
+                                 f"ended ({f.get('kind')})"),
+    "retried": lambda f, who: f"{_task(f)} of job {f.get('job')} put back in the queue by hand",
+    "job_finished": lambda f, who: (f"job {f.get('job')} finished ({f.get('state')}): "
+                                    f"{f.get('done')} done, {f.get('failed')} failed, "
+                                    f"{f.get('cancelled')} cancelled"),
+    "job_cancelled": lambda f, who: f"job {f.get('job')} cancelled",
+    "worker_joined": _worker_joined,
+    "worker_left": lambda f, who: (f"worker {who} left; {f.get('released', 0)} leased tasks "
+                                   "returned to the queue"),
+    "worker_lost": lambda f, who: (f"worker {who} lost (heartbeat expired); "
+                                   f"{f.get('released', 0)} tasks released"),
+    "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
+                             "renewal window"),
+}
+
+
 def event_text(event: Event, names: Mapping[str, str]) -> str:
     """One line telling what happened, naming workers by their names."""
     f = event.fields
     wid = f.get("worker", "")
     who = f.get("name") or names.get(wid) or wid or "?"
-    task = f"task {f.get('task', '?')}"
-    kind = event.type
-    if kind == "enqueued":
-        return f"job {f.get('job')} enqueued: {f.get('total')} {f.get('app')} tasks"
-    if kind == "claimed":
-        pred = f.get("predicted_s")
-        extra = f", predicted {fmt_seconds(float(pred))}" if pred else ""
-        return (f"{task} claimed by {who} ({backend_label(f.get('backend', ''))}), "
-                f"attempt {f.get('attempt')}, lease gen {f.get('lease_gen')}{extra}")
-    if kind == "completed":
-        warm = "warm" if f.get("warm") == "1" else "cold"
-        return (f"{task} completed by {who} in {fmt_seconds(_float(f.get('run_s')))} ({warm}),"
-                f" lease gen {f.get('lease_gen')}")
-    if kind == "stale_rejected":
-        return (f"stale {f.get('op', 'report')} of {task} from {who} rejected: lease gen "
-                f"{f.get('lease_gen')}, current gen {f.get('current_gen') or '–'}, "
-                f"task {f.get('state')}")
-    if kind == "requeued":
-        return (f"{task} requeued after {f.get('kind')} on {who} (attempt {f.get('attempt')})"
-                + (f": {f['error']}" if f.get("error") else ""))
-    if kind == "failed":
-        return (f"{task} failed for good on {who} after attempt {f.get('attempt')}: "
-                f"{f.get('kind')}" + (f": {f['error']}" if f.get("error") else ""))
-    if kind == "retried":
-        return f"{task} of job {f.get('job')} put back in the queue by hand"
-    if kind == "job_finished":
-        return (f"job {f.get('job')} finished ({f.get('state')}): {f.get('done')} done, "
-                f"{f.get('failed')} failed, {f.get('cancelled')} cancelled")
-    if kind == "job_cancelled":
-        return f"job {f.get('job')} cancelled"
-    if kind == "worker_joined":
-        again = "rejoined" if f.get("rejoined") == "1" else "joined"
-        return (f"worker {who} {again} ({backend_label(f.get('backend', ''))} on "
-                f"{f.get('host') or '?'}), serving {f.get('apps') or 'nothing'}")
-    if kind == "worker_left":
-        return f"worker {who} left; {f.get('released', 0)} leased tasks returned to the queue"
-    if kind == "worker_lost":
-        return f"worker {who} lost (heartbeat expired); {f.get('released', 0)} tasks released"
-    if kind == "grace":
-        return f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one renewal window"
-    rest = " ".join(f"{k}={v}" for k, v in sorted(f.items()))
-    return f"{kind} {rest}".strip()
+    text = EVENT_TEXTS.get(event.type)
+    if text is not None:
+        return text(f, who)
+    rest = " ".join(f"{k}={v}" for k, v in sorted(f.items()))  # a type this version lacks
+    return f"{event.type} {rest}".strip()
 
 
 def event_view(event: Event, names: Mapping[str, str]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 --[[ abort: deletes a job that was never published (its enqueue failed part way), up to
-  `count` of its tasks per call (lua/includes/staging.lua).
+  `count` of its tasks per call (lua/includes/delete_staged.lua).
 
   KEYS[1] job hash         nova:{ns}:job:<job>
   KEYS[2] staging zset     nova:{ns}:staging
@@ -16,7 +16,7 @@
 ]]
 --- @include "common"
 --- @include "checks"
---- @include "staging"
+--- @include "delete_staged"
 
 local job_key, staging_key, stage_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, job_id, count = ARGV[1], ARGV[2], int_in(ARGV[3], 1, MAX_VISIT)
@@ -28,10 +28,10 @@ local state = redis.call('HGET', job_key, 'state')
 if not state then
   redis.call('ZREM', staging_key, job_id)
   redis.call('UNLINK', stage_key)
-  return { 0, 0 }
+  return { CODE.OK, 0 }
 end
 if state ~= 'staging' then
-  return { -11, 'job ' .. job_id .. ' is ' .. state }
+  return { CODE.BAD_STATE, 'job ' .. job_id .. ' is ' .. state }
 end
 local _, left = delete_staged(prefix, staging_key, job_key, job_id, count)
-return { 0, left }
+return { CODE.OK, left }

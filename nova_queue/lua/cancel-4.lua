@@ -36,13 +36,13 @@ if not is_job_id(job_id) or not cursor or not count or not int_in(ARGV[5], 1, MA
 end
 local j = redis.call('HMGET', job_key, 'state', 'total', 'app', 'priority', 'seq0')
 if not j[1] then
-  return { -7, -1 }
+  return { CODE.UNKNOWN_JOB, -1 }
 end
 if pending_key ~= prefix .. 'pending:' .. (j[3] or '') then
   return bad_input("KEYS[2] is not the pending set of the job's app")
 end
 if j[1] == 'done' or j[1] == 'staging' then
-  return { -11, 'job is ' .. j[1] }
+  return { CODE.BAD_STATE, 'job is ' .. j[1] }
 end
 local now = now_ms()
 if j[1] ~= 'cancelled' then
@@ -80,6 +80,6 @@ if n > 0 then
 end
 finish_job_if_done(ctx, job_key, job_id, now)
 if #found < 2 * count then
-  return { 0, -1 }
+  return { CODE.OK, -1 }
 end
-return { 0, found[#found] }
+return { CODE.OK, found[#found] }

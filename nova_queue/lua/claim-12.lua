@@ -53,15 +53,17 @@
   256 fastest other workers, a retried claim visits at most 256 held tasks.
 ]]
 --- @include "common"
---- @include "clock"
---- @include "release"
---- @include "claim"
+--- @include "claim_argv"
+--- @include "check_claim_argv"
+--- @include "claim_tasks"
 
-local bad = check_claim_args(ARGV)
+local argv = claim_argv(ARGV)
+local bad = check_claim_argv(argv)
 if bad then
   return bad_input(bad)
 end
 return claim_tasks({
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
-  KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12],
-}, ARGV)
+  pending = KEYS[1], worker = KEYS[2], held = KEYS[3], fleet = KEYS[4], app_workers = KEYS[5],
+  leases = KEYS[6], alive = KEYS[7], inflight = KEYS[8], failed = KEYS[9], finished = KEYS[10],
+  meta = KEYS[11], events = KEYS[12],
+}, argv)

@@ -47,11 +47,11 @@
    -9  BAD_INPUT    {-9, message}: nothing was written
 ]]
 --- @include "common"
---- @include "fence"
---- @include "release"
---- @include "complete"
+--- @include "commit_argv"
+--- @include "complete_task"
 
 return complete_task({
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
-  KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11],
-}, ARGV)
+  task = KEYS[1], job = KEYS[2], worker = KEYS[3], held = KEYS[4], fleet = KEYS[5],
+  leases = KEYS[6], alive = KEYS[7], inflight = KEYS[8], failed = KEYS[9], finished = KEYS[10],
+  events = KEYS[11],
+}, commit_argv(ARGV))

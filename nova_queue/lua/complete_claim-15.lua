@@ -39,33 +39,31 @@
   (the claim's arguments and keys are checked before the commit).
 ]]
 --- @include "common"
---- @include "clock"
---- @include "fence"
---- @include "release"
---- @include "complete"
---- @include "claim"
+--- @include "complete_claim_argv"
+--- @include "check_claim_argv"
+--- @include "complete_task"
+--- @include "claim_tasks"
 
-local claim_argv = { ARGV[1], ARGV[2], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[10], ARGV[16] }
-if #ARGV - 16 > MAX_CLAIM_K then
+local commit, claim = complete_claim_argv(ARGV)
+if #claim.attempt_ids > MAX_CLAIM_K then
   return bad_input('at most ' .. MAX_CLAIM_K .. ' attempt ids')
 end
-for i = 17, #ARGV do
-  claim_argv[#claim_argv + 1] = ARGV[i]
-end
-local bad = check_claim_args(claim_argv)
+local bad = check_claim_argv(claim)
 if bad then
   return bad_input(bad)
 end
+-- the two halves' keys by name: shared ones (worker, held, leases, ...) appear in both
 local done = complete_task({
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
-  KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11],
-}, { ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10],
-  ARGV[11] })
-if done[1] < 0 then
+  task = KEYS[1], job = KEYS[2], worker = KEYS[3], held = KEYS[4], fleet = KEYS[5],
+  leases = KEYS[6], alive = KEYS[7], inflight = KEYS[8], failed = KEYS[9], finished = KEYS[10],
+  events = KEYS[11],
+}, commit)
+if done[1] < CODE.OK then
   return done
 end
 local claimed = claim_tasks({
-  KEYS[12], KEYS[3], KEYS[4], KEYS[13], KEYS[14], KEYS[6],
-  KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[15], KEYS[11],
-}, claim_argv)
+  pending = KEYS[12], worker = KEYS[3], held = KEYS[4], fleet = KEYS[13], app_workers = KEYS[14],
+  leases = KEYS[6], alive = KEYS[7], inflight = KEYS[8], failed = KEYS[9], finished = KEYS[10],
+  meta = KEYS[15], events = KEYS[11],
+}, claim)
 return { done[1], done[2], claimed[1], claimed[2], claimed[3] }

@@ -20,7 +20,7 @@
 ]]
 --- @include "common"
 --- @include "checks"
---- @include "release"
+--- @include "remove_worker"
 
 local prefix, wid = ARGV[1], ARGV[2]
 if not is_name(wid, 128) or not int_in(ARGV[3], 1, MAX_EVENTS_MAXLEN)
@@ -33,7 +33,7 @@ local ctx = {
   finished = KEYS[7], events = KEYS[8], maxlen = ARGV[3], budget = MAX_RELEASES,
 }
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return { -10, 0 }
+  return { CODE.WORKER_LOST, 0 }
 end
 local now = now_ms()
-return { 0, remove_worker(ctx, wid, now, 'stopped', KEYS[2]) }
+return { CODE.OK, remove_worker(ctx, wid, now, 'stopped', KEYS[2]) }

@@ -34,14 +34,15 @@
 --- @include "common"
 --- @include "checks"
 --- @include "fence"
+--- @include "reject_stale"
 --- @include "release"
 
 local task_key, job_key, worker_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, tid, gen, attempt_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local kind, message = ARGV[6], string.sub(ARGV[7] or '', 1, MAX_TEXT_BYTES)
 local ctx = {
-  prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8], finished = KEYS[9],
-  events = KEYS[10], maxlen = ARGV[8],
+  prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8],
+  finished = KEYS[9], events = KEYS[10], maxlen = ARGV[8],
 }
 local burn = kind == 'error' or kind == 'oom'
 if not burn and kind ~= 'shutdown' and kind ~= 'infra' then
@@ -64,10 +65,10 @@ local now = now_ms()
 
 local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id', 'oom')
 if not t[1] then
-  return { -1, '' }
+  return { CODE.UNKNOWN_TASK, '' }
 end
 local code = fence(t, wid, gen, attempt_id)
-if code ~= 0 then
+if code ~= CODE.OK then
   reject_stale(ctx, tid, wid, 'fail', gen, t, code)
   return { code, t[1] }
 end
@@ -85,4 +86,4 @@ local state = release(ctx, tid, now, kind, message, burn)
 if redis.call('SCARD', KEYS[4]) == 0 and redis.call('EXISTS', worker_key) == 1 then
   redis.call('HSET', worker_key, 'state', 'idle', 'busy_until_ms', int(now))
 end
-return { 0, state }
+return { CODE.OK, state }

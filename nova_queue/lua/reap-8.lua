@@ -26,9 +26,9 @@
 ]]
 --- @include "common"
 --- @include "checks"
---- @include "clock"
---- @include "release"
---- @include "staging"
+--- @include "tick"
+--- @include "reap"
+--- @include "delete_staged"
 
 local prefix = ARGV[1]
 local ttl_ms, gap_ms = int_in(ARGV[2], 1, MAX_TTL_MS), int_in(ARGV[3], 0, MAX_TTL_MS)
@@ -58,4 +58,4 @@ for _, job_id in ipairs(old) do
     redis.call('ZREM', staging_key, job_id) -- not a job id (written by hand)
   end
 end
-return { 0, workers, leases, deleted }
+return { CODE.OK, workers, leases, deleted }

@@ -25,60 +25,11 @@
 ]]
 --- @include "common"
 --- @include "checks"
-
--- fields written by the scripts, never by a worker's registration
-local OWNED = {
-  id = true, apps = true, state = true, joined_ms = true, left_ms = true, last_seen_ms = true,
-  busy_until_ms = true, tasks_done = true, failures = true, oom = true, claims = true,
-  last_claim = true,
-}
-
-local function decode_object(text)
-  if type(text) ~= 'string' or #text > MAX_META_BYTES then
-    return nil
-  end
-  local ok, value = pcall(cjson.decode, text)
-  if ok and type(value) == 'table' then
-    return value
-  end
-  return nil
-end
-
--- {name, value, ...} for HSET, or nil, message
-local function field_args(fields)
-  local args, n = {}, 0
-  for name, value in pairs(fields) do
-    n = n + 1
-    if n > MAX_FIELDS then
-      return nil, 'at most ' .. MAX_FIELDS .. ' worker fields'
-    end
-    if type(name) ~= 'string' or not string.match(name, '^[a-z][a-z0-9_]*$') or #name > 32
-        or OWNED[name] then
-      return nil, 'invalid worker field name'
-    end
-    if type(value) ~= 'string' and type(value) ~= 'number' then
-      return nil, 'worker field ' .. name .. ' must be a string or a number'
-    end
-    args[#args + 1] = name
-    args[#args + 1] = type(value) == 'number' and num(value) or value
-  end
-  return args
-end
-
--- {app, ...} from the comma list, or nil
-local function app_list(text)
-  if type(text) ~= 'string' or #text > MAX_APPS * 65 then
-    return nil
-  end
-  local apps = {}
-  for app in string.gmatch(text, '[^,]+') do
-    if #apps >= MAX_APPS or not is_name(app, 64) then
-      return nil
-    end
-    apps[#apps + 1] = app
-  end
-  return apps
-end
+--- @include "decode_object"
+--- @include "worker_fields"
+--- @include "app_list"
+--- @include "bench_estimates"
+--- @include "join_apps"
 
 local worker_key, workers_key, alive_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, ttl_ms = ARGV[1], ARGV[2], int_in(ARGV[3], 1, MAX_TTL_MS)
@@ -92,27 +43,13 @@ if not fields or not bench or not apps then
   return bad_input('worker fields and benchmarks must be JSON objects of at most '
     .. MAX_META_BYTES .. ' bytes, apps at most ' .. MAX_APPS .. ' app names')
 end
-local args, why = field_args(fields)
+local args, why = worker_fields(fields)
 if not args then
   return bad_input(why)
 end
-local estimates = {} -- app -> {field, value, ...} from the benchmark
-for _, app in ipairs(apps) do
-  local b = bench[app]
-  local e = {}
-  if type(b) == 'table' then
-    for _, name in ipairs({ 'bench', 'load', 'cold' }) do
-      local v = b[name .. '_s']
-      if v ~= nil and v ~= cjson.null then
-        local x = num_in(v, 0, MAX_SPEED)
-        if not x then
-          return bad_input(app .. ': ' .. name .. '_s must be a number from 0 to 1e12')
-        end
-        e[#e + 1], e[#e + 2] = name .. ':' .. app, num(x)
-      end
-    end
-  end
-  estimates[app] = e
+local estimates, bad = bench_estimates(apps, bench)
+if not estimates then
+  return bad_input(bad)
 end
 
 local now = now_ms()
@@ -126,19 +63,8 @@ redis.call('HSETNX', worker_key, 'joined_ms', int(now))
 redis.call('HDEL', worker_key, 'left_ms')
 redis.call('ZADD', workers_key, 'NX', now, wid)
 redis.call('ZADD', alive_key, now + ttl_ms, wid)
-for _, app in ipairs(apps) do
-  redis.call('SADD', prefix .. 'app:' .. app .. ':workers', wid)
-  if #estimates[app] > 0 then
-    redis.call('HSET', worker_key, unpack(estimates[app]))
-  end
-  local w = redis.call('HMGET', worker_key, 'ema:' .. app, 'n:' .. app, 'bench:' .. app)
-  local ema = num_in(w[1], MIN_SPEED, MAX_SPEED)
-  local estimate = ((tonumber(w[2]) or 0) > 0 and ema) or num_in(w[3], MIN_SPEED, MAX_SPEED)
-  if estimate then
-    redis.call('ZADD', prefix .. 'app:' .. app .. ':fleet', num(estimate), wid)
-  end
-end
+join_apps(prefix, worker_key, wid, apps, estimates)
 emit(ctx, 'worker_joined', 'worker', wid, 'name', fields.name or '', 'backend',
   fields.backend or '', 'host', fields.host or '', 'apps', table.concat(apps, ','),
   'rejoined', rejoined)
-return { 0, rejoined }
+return { CODE.OK, rejoined }

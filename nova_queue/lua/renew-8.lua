@@ -28,8 +28,8 @@
 ]]
 --- @include "common"
 --- @include "checks"
---- @include "clock"
---- @include "release"
+--- @include "tick"
+--- @include "reap"
 
 local worker_key, leases_key, alive_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid = ARGV[1], ARGV[2]
@@ -65,7 +65,7 @@ if not redis.call('ZSCORE', alive_key, wid) then
   for i = 7, #ARGV, 3 do
     lost[#lost + 1] = ARGV[i]
   end
-  return { -10, int(now), lost }
+  return { CODE.WORKER_LOST, int(now), lost }
 end
 
 local deadline = now + ttl_ms
@@ -85,4 +85,4 @@ for i = 7, #ARGV, 3 do
     lost[#lost + 1] = tid
   end
 end
-return { 0, int(now), lost }
+return { CODE.OK, int(now), lost }

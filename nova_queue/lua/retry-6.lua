@@ -31,14 +31,14 @@ if not is_task_id(tid) or not int_in(ARGV[3], 1, MAX_EVENTS_MAXLEN)
 end
 local t = redis.call('HMGET', task_key, 'state')
 if not t[1] then
-  return { -1 }
+  return { CODE.UNKNOWN_TASK }
 end
 local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0', 'app')
 if pending_key ~= prefix .. 'pending:' .. (j[4] or '') then
   return bad_input("KEYS[3] is not the pending set of the job's app")
 end
 if t[1] ~= 'failed' or j[1] == 'cancelled' then
-  return { -11, 'task is ' .. t[1] .. ', job is ' .. (j[1] or '?') }
+  return { CODE.BAD_STATE, 'task is ' .. t[1] .. ', job is ' .. (j[1] or '?') }
 end
 redis.call('HSET', task_key, 'state', 'pending', 'attempt_count', 0)
 redis.call('HDEL', task_key, 'oom')
@@ -52,4 +52,4 @@ if j[1] == 'done' then
   redis.call('ZREM', KEYS[5], job_of(tid))
 end
 emit(ctx, 'retried', 'job', job_of(tid), 'task', index_of(tid))
-return { 0 }
+return { CODE.OK }

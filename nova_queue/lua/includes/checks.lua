@@ -1,6 +1,7 @@
 --[[ checks: what the scripts outside the hot path (claim, complete) check of their KEYS and
   ids; kept out of common so that claim and complete do not define them on every call.
 ]]
+--- @include "common"
 -- A lease_gen as the scripts write it: a decimal integer without leading zeros.
 local function is_gen(s)
   return type(s) == 'string' and #s <= 15 and (s == '0' or string.match(s, '^[1-9]%d*$') ~= nil)

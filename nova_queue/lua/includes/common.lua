@@ -1,5 +1,8 @@
 --[[ common: limits, input checks, time, number formatting, events, job completion.
-  Included by every script. ctx fields used here: prefix, events, maxlen, finished.
+  Included by every script (through other includes too; the loader adds it once). CODE.<NAME>
+  and WAIT_MS.<NAME> (nova_queue/errors.py) and the constants below are folded into their
+  uses when nova_queue/scripts.py loads a script: they cost nothing per call.
+  ctx fields used here: prefix, events, maxlen, finished.
 ]]
 local SCORE_PRIORITY_STEP = 4398046511104 -- 2^42: seq space per priority level
 
@@ -64,7 +67,7 @@ local function is_task_id(s)
 end
 
 local function bad_input(message)
-  return { -9, message }
+  return { CODE.BAD_INPUT, message }
 end
 
 -- Redis TIME in milliseconds: the one clock every worker agrees on.
@@ -94,6 +97,8 @@ local function task_score(priority, seq0, tid)
     (int_in(seq0, 0, 2 ^ 42) or 0) + tonumber(string.match(tid, ':(%d+)$')) + 1)
 end
 
+-- One entry of the event stream: etype and its fields as in nova_queue/events.py (the one
+-- table of event types; tests/core/test_events.py checks every emit call against it).
 local function emit(ctx, etype, ...)
   redis.call('XADD', ctx.events, 'MAXLEN', '~', ctx.maxlen, '*', 'type', etype, ...)
 end

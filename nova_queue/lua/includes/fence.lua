@@ -1,23 +1,18 @@
 --[[ fence: checks a worker's report against the task's current lease.
   t = the task's {state, worker, lease_gen, attempt_id} (HMGET in that order).
-  Returns 0 when the report holds the lease, else the stale code:
-  -2 NOT_LEASED, -3 WRONG_WORKER, -4 LEASE_GEN_MISMATCH, -5 ATTEMPT_MISMATCH.
-  A rejected report is recorded as a stale_rejected event (ctx: events, maxlen).
+  Returns CODE.OK when the report holds the lease, else the stale code: NOT_LEASED,
+  WRONG_WORKER, LEASE_GEN_MISMATCH, ATTEMPT_MISMATCH (reject_stale records those).
 ]]
+--- @include "common"
 local function fence(t, wid, gen, attempt_id)
   if t[1] ~= 'leased' then
-    return -2
+    return CODE.NOT_LEASED
   elseif t[2] ~= wid then
-    return -3
+    return CODE.WRONG_WORKER
   elseif t[3] ~= gen then
-    return -4
+    return CODE.LEASE_GEN_MISMATCH
   elseif t[4] ~= attempt_id then
-    return -5
+    return CODE.ATTEMPT_MISMATCH
   end
-  return 0
-end
-
-local function reject_stale(ctx, tid, wid, op, gen, t, code)
-  emit(ctx, 'stale_rejected', 'job', job_of(tid), 'task', index_of(tid), 'worker', wid,
-    'op', op, 'lease_gen', gen, 'current_gen', t[3] or '', 'state', t[1], 'code', code)
+  return CODE.OK
 end

@@ -1,10 +1,11 @@
---[[ staging: deletes a job that was never published (its enqueue failed part way, or was
-  abandoned), at most `budget` of its tasks per call, from its highest index down. Its
+--[[ delete_staged: deletes a job that was never published (its enqueue failed part way,
+  or was abandoned), at most `budget` of its tasks per call, from its highest index down. Its
   tasks are 0 .. staged-1, but `staged` is a writable field: the walk stops at the first
   index without a task hash (the data present), whatever `staged` says. Tasks a publish in
   progress already moved into the pending set leave it too.
   Returns tasks deleted, tasks left (0: the job, its stage set and its staging entry are gone).
 ]]
+--- @include "common"
 local function delete_staged(prefix, staging_key, job_key, job_id, budget)
   local j = redis.call('HMGET', job_key, 'staged', 'app')
   local index = (int_in(j[1], 0, MAX_JOB_TASKS) or 0) - 1

@@ -1,8 +1,9 @@
---[[ clock: detects that no script ran for longer than gap_ms (Redis was down or
+--[[ tick: detects that no script ran for longer than gap_ms (Redis was down or
   unreachable) and then opens a grace window of one lease TTL in which nothing is
   reaped, so live holders can renew before their leases count as expired.
   ctx fields used: meta.
 ]]
+--- @include "common"
 local function tick(ctx, now, gap_ms, ttl_ms)
   local m = redis.call('HMGET', ctx.meta, 'last_tick_ms', 'grace_until_ms')
   local last = tonumber(m[1]) or 0

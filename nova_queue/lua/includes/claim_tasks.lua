@@ -1,0 +1,57 @@
+--[[ claim_tasks: the body of claim-12 as a function, so that complete_claim-15 can run it
+  after a commit. K: claim-12's KEYS by name (pending, worker, held, fleet, app_workers, leases,
+  alive, inflight, failed, finished, meta, events); a: its ARGV by name (claim_argv),
+  checked by check_claim_argv. Returns claim-12's reply. Each step is an include: reap,
+  claim_again (a retried claim), scan_candidates, estimate, grant_count (the policy),
+  write_leases.
+]]
+--- @include "tick"
+--- @include "reap"
+--- @include "claim_again"
+--- @include "scan_candidates"
+--- @include "estimate"
+--- @include "grant_count"
+--- @include "write_leases"
+local function claim_tasks(K, a)
+  local ctx = {
+    prefix = a.prefix, leases = K.leases, alive = K.alive, inflight = K.inflight,
+    failed = K.failed, finished = K.finished, meta = K.meta, events = K.events,
+    maxlen = a.maxlen, budget = MAX_RELEASES,
+  }
+  local now = now_ms()
+  reap(ctx, now, tick(ctx, now, a.gap_ms, a.ttl_ms), a.reap_limit)
+  if not redis.call('ZSCORE', K.alive, a.wid) then
+    return { CODE.WORKER_LOST, int(now), 'worker ' .. a.wid .. ' is not registered' }
+  end
+  -- everything this script reads of the worker, in one call
+  local w = redis.call('HMGET', K.worker, 'last_claim', 'ema:' .. a.app, 'n:' .. a.app,
+    'bench:' .. a.app, 'name', 'backend', 'host', 'claims')
+  if w[1] == a.attempt_ids[1] then
+    local again = claim_again(a.prefix, K.held, a.attempt_ids)
+    if again then
+      return { CODE.OK, int(now), again }
+    end
+  end
+  local R = redis.call('ZCARD', K.pending)
+  if R == 0 then
+    if (tonumber(redis.call('HGET', K.inflight, a.app) or '0') or 0) > 0 then
+      return { CODE.WAIT, int(now), WAIT_MS.DRAINING }
+    end
+    return { CODE.EMPTY, int(now), WAIT_MS.EMPTY }
+  end
+  local s = scan_candidates(ctx, K, a, now)
+  if #s.tids == 0 then
+    return { CODE.WAIT, int(now), WAIT_MS.BLOCKED }
+  end
+  if s.removed > 0 then
+    R = redis.call('ZCARD', K.pending)
+  end
+  local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
+    host = w[7] or '', claims = w[8] }
+  local t_w, measured = estimate(K.fleet, a.prefix, a.wid, a.app, me)
+  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s.costs, R, now)
+  if grant == 0 then
+    return { CODE.WAIT, int(now), hint }
+  end
+  return { CODE.OK, int(now), cjson.encode(write_leases(ctx, K, a, me, s, grant, t_w, now)) }
+end

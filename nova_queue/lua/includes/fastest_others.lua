@@ -1,0 +1,18 @@
+--[[ fastest_others: the MAX_FLEET_VISIT fastest other workers of the fleet (they finish the
+  most tasks before the claiming worker would), each as {ms per task of cost c, ms until
+  it is free (0: idle)}: offsets from now keep the arithmetic exact.
+]]
+--- @include "common"
+local function fastest_others(fleet_key, prefix, wid, c, now)
+  local others = {}
+  local members = redis.call('ZRANGE', fleet_key, 0, MAX_FLEET_VISIT, 'WITHSCORES')
+  for i = 1, #members, 2 do
+    local v = members[i]
+    if v ~= wid and #others < MAX_FLEET_VISIT then
+      local b = num_in(redis.call('HGET', prefix .. 'worker:' .. v, 'busy_until_ms'), 0, 1e15) or 0
+      others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000,
+        math.max(b - now, 0) }
+    end
+  end
+  return others
+end

@@ -1,0 +1,34 @@
+--[[ grant_count: how many of the candidates (their costs, in queue order) the claiming
+  worker gets under claim-12's policy, with R tasks pending; or 0 and a wait_hint (ms).
+  No estimate at all: one (explore). Fast path, O(log n): while R is large the others
+  cannot finish the queue first, and all are granted without visiting a worker; else
+  finish_time_grant weighs the fastest_others.
+]]
+--- @include "fastest_others"
+--- @include "finish_time_grant"
+--- @include "wait_hint"
+local function grant_count(fleet_key, prefix, wid, t_w, measured, costs, R, now)
+  if not t_w then
+    return 1 -- explore: no data at all
+  end
+  if not measured then
+    -- a measured estimate is already the fleet score (complete keeps it there)
+    redis.call('ZADD', fleet_key, 'XX', num(t_w), wid)
+  end
+  local c, kk, C = costs[1], #costs, 0
+  for i = 1, kk do
+    C = C + costs[i]
+  end
+  local N = redis.call('ZCARD', fleet_key)
+  local best = redis.call('ZRANGE', fleet_key, 0, 0, 'WITHSCORES')
+  local t_min = math.max(tonumber(best[2] or t_w) or t_w, 1e-9)
+  if N == 0 or N * t_w * C / (t_min * c) < R - kk + 1 then
+    return kk -- fast path
+  end
+  local others = fastest_others(fleet_key, prefix, wid, c, now)
+  local grant = finish_time_grant(others, t_w, costs, R)
+  if grant == 0 then
+    return 0, wait_hint(others)
+  end
+  return grant
+end

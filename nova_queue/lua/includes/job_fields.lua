@@ -1,0 +1,38 @@
+--[[ job_fields: enqueue-8's job fields (ARGV[5], JSON) checked, and their app's pending set
+  checked against KEYS[5] (pending_key). Returns {app, params, priority, max_attempts,
+  total, name}, or nil and what is wrong.
+]]
+--- @include "common"
+local function job_fields(text, prefix, pending_key)
+  local ok, f = false, nil
+  if #text <= 2 * MAX_META_BYTES then
+    ok, f = pcall(cjson.decode, text)
+  end
+  if not ok or type(f) ~= 'table' then
+    return nil, 'job fields are not a JSON object of at most ' .. 2 * MAX_META_BYTES .. ' bytes'
+  end
+  local priority, total = int_in(f.priority or 0, -1000, 1000), int_in(f.total, 1, MAX_JOB_TASKS)
+  local max_attempts = int_in(f.max_attempts, 1, MAX_ATTEMPTS)
+  if not is_name(f.app, 64) then
+    return nil, 'invalid app name'
+  end
+  if pending_key ~= prefix .. 'pending:' .. f.app then
+    return nil, "KEYS[5] is not the pending set of the job's app"
+  end
+  if not priority then
+    return nil, 'priority must be an integer from -1000 to 1000'
+  end
+  if not total then
+    return nil, 'a job needs 1 to ' .. MAX_JOB_TASKS .. ' tasks'
+  end
+  if not max_attempts then
+    return nil, 'max_attempts must be an integer from 1 to ' .. MAX_ATTEMPTS
+  end
+  if (f.params ~= nil and (type(f.params) ~= 'string' or #f.params > MAX_PARAMS_BYTES))
+      or (f.name ~= nil and (type(f.name) ~= 'string' or #f.name > MAX_TEXT_BYTES)) then
+    return nil, 'params must be a JSON string of at most ' .. MAX_PARAMS_BYTES
+      .. ' bytes and name a string of at most ' .. MAX_TEXT_BYTES
+  end
+  return { app = f.app, params = f.params or '{}', priority = priority,
+    max_attempts = max_attempts, total = total, name = f.name or '' }
+end

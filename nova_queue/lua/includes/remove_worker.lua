@@ -1,0 +1,46 @@
+--[[ remove_worker: takes a worker out of the fleet and releases what it held.
+  state: 'lost' (heartbeat expired: attempts burn) or 'stopped' (graceful: they don't).
+  held_key: the worker's held set when the caller has it in KEYS.
+  Visits at most MAX_APPS of its apps and min(MAX_HELD_VISIT, ctx.budget) held tasks (a
+  worker holds a few; the rest of a larger, hand-written set is left: those leases expire
+  and are reaped on their own). ctx fields used: alive, budget, plus release's.
+  Returns the number of leases released.
+]]
+--- @include "release"
+local function remove_worker(ctx, wid, now, state, held_key)
+  local worker_key = ctx.prefix .. 'worker:' .. wid
+  held_key = held_key or (ctx.prefix .. 'held:' .. wid)
+  redis.call('ZREM', ctx.alive, wid)
+  local w = redis.call('HMGET', worker_key, 'apps', 'name')
+  local apps = 0
+  for app in string.gmatch(w[1] or '', '[^,]+') do
+    apps = apps + 1
+    if apps > MAX_APPS then
+      break
+    end
+    redis.call('SREM', ctx.prefix .. 'app:' .. app .. ':workers', wid)
+    redis.call('ZREM', ctx.prefix .. 'app:' .. app .. ':fleet', wid)
+  end
+  local lost = state == 'lost'
+  local name = string.sub(w[2] or wid, 1, 200)
+  local message = lost and ('worker ' .. name .. ' lost: heartbeat expired') or ''
+  local released = 0
+  if ctx.budget > 0 then
+    local held = redis.call('SRANDMEMBER', held_key, math.min(MAX_HELD_VISIT, ctx.budget))
+    for _, tid in ipairs(held) do
+      if is_task_id(tid) and redis.call('HGET', ctx.prefix .. 'task:' .. tid, 'worker') == wid
+          and release(ctx, tid, now, lost and 'lost' or 'shutdown', message, lost) then
+        released = released + 1
+      else
+        redis.call('SREM', held_key, tid) -- no longer ours (release removes ours)
+      end
+    end
+  end
+  ctx.budget = ctx.budget - 1 -- the removal itself counts as one
+  if redis.call('EXISTS', worker_key) == 1 then
+    redis.call('HSET', worker_key, 'state', state, 'left_ms', int(now), 'busy_until_ms', int(now))
+  end
+  emit(ctx, lost and 'worker_lost' or 'worker_left', 'worker', wid,
+    'name', string.sub(w[2] or '', 1, 200), 'released', released)
+  return released
+end

@@ -1,0 +1,162 @@
+"""One table of event types (nova_queue/events.py): every type a script emits is in it with
+exactly the fields the script writes, the gallery's presenter has a line for each, and a
+real run that produces every type writes exactly those fields."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import pytest
+from novatests.seed import expire_worker
+
+from nova_queue import TaskSpec
+from nova_queue.errors import JobCancelledError
+from nova_queue.events import EVENT_TYPES
+from nova_queue.keys import result_key
+from nova_queue.models import Event
+from nova_queue.web import present
+
+FOLDER = resources.files("nova_queue.lua")
+SOURCES = {name: (FOLDER / name).read_text()
+           for name in sorted(e.name for e in FOLDER.iterdir() if e.name.endswith(".lua"))}
+SOURCES.update({f"includes/{e.name}": e.read_text()
+                for e in sorted((FOLDER / "includes").iterdir(), key=lambda e: e.name)
+                if e.name.endswith(".lua")})
+
+_STRING_OR_COMMENT = re.compile(
+    r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|--\[\[.*?\]\]|--[^\n]*""", re.DOTALL)
+
+
+def without_comments(lua: str) -> str:
+    return _STRING_OR_COMMENT.sub(lambda m: m.group(1) or "", lua)
+
+
+def split_top(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside brackets and string literals."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            i += 2 if ch == "\\" else 1
+            quote = "" if ch == quote else quote
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i].strip())
+            start = i = i + len(sep)
+            continue
+        i += 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def emit_calls(lua: str) -> list[tuple[list[str], list[str]]]:
+    """Each ``emit(ctx, type, name, value, ...)`` call: (its possible types, its field names).
+    The type is a string literal or ``cond and 'a' or cond and 'b' or 'c'``; every field
+    name is a string literal. Anything else fails: the table could not be checked."""
+    code, out = without_comments(lua), []
+    for m in re.finditer(r"(?<!function )\bemit\(", code):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            i += 1
+        args = split_top(code[m.end():i - 1], ",")
+        types = []
+        for alternative in split_top(args[1], " or "):
+            t = re.fullmatch(r"(?:.+\s+and\s+)?'([a-z_]+)'", alternative, re.DOTALL)
+            assert t, f"emit type is not a literal choice: {args[1]}"
+            types.append(t.group(1))
+        names = args[2::2]
+        assert len(args) % 2 == 0 and all(re.fullmatch(r"'[a-z_]+'", n) for n in names), args
+        out.append((types, [n.strip("'") for n in names]))
+    return out
+
+
+def test_the_scanner_reads_literal_and_chosen_types():
+    lua = ("-- emit(ctx, 'commented', 'x', 1)\nlocal function emit(ctx, etype, ...) end\n"
+           "emit(ctx, 'a', 'job', f(x, y), 'n', { 1, 2 })\n"
+           "emit(ctx, s == 'p' and 'b' or s == 'q' and 'c' or 'd', 'k', 'v, w')\n")
+    assert emit_calls(lua) == [(["a"], ["job", "n"]), (["b", "c", "d"], ["k"])]
+    with pytest.raises(AssertionError):
+        emit_calls("emit(ctx, etype, 'job', 1)")
+
+
+def test_every_emitted_type_is_in_the_table_with_the_fields_it_writes():
+    emitted = set()
+    for name, lua in SOURCES.items():
+        for types, fields in emit_calls(lua):
+            for etype in types:
+                assert etype in EVENT_TYPES, f"{name} emits {etype}, which events.py lacks"
+                assert tuple(fields) == EVENT_TYPES[etype].fields, f"{name}: {etype} fields"
+                emitted.add(etype)
+    assert emitted == set(EVENT_TYPES), "a type in the table that no script emits"
+
+
+def test_the_table_is_well_formed():
+    for name, etype in EVENT_TYPES.items():
+        assert etype.name == name and etype.meaning and len(set(etype.fields)) == len(etype.fields)
+
+
+# -- the presenter ---------------------------------------------------------------------------
+
+def test_the_presenter_has_a_line_for_every_type():
+    assert set(present.EVENT_TEXTS) == set(EVENT_TYPES)
+
+
+@pytest.mark.parametrize("etype", sorted(EVENT_TYPES))
+def test_the_presenter_renders_each_type_from_its_fields(etype):
+    fields = {name: "7" for name in EVENT_TYPES[etype].fields}
+    text = present.event_text(Event("1-0", etype, 1, fields), {})
+    fallback = f"{etype} " + " ".join(f"{k}=7" for k in sorted(fields))
+    assert text != fallback.strip() and "=" not in text
+    assert "None" not in text and "?" not in text, text  # every field it reads is there
+
+
+def test_the_presenter_lines_for_cancelled_and_unknown_types():
+    e = Event("1-0", "cancelled", 1, {"job": "J", "task": "3", "worker": "w1", "kind": "expired",
+                                      "attempt": "1", "lease_gen": "2", "error": "lease expired"})
+    assert present.event_text(e, {"w1": "gpu-a"}) == (
+        "task 3 cancelled with its job; its lease on gpu-a ended (expired)")
+    new = Event("1-0", "from_a_newer_version", 1, {"b": "2", "a": "1"})
+    assert present.event_text(new, {}) == "from_a_newer_version a=1 b=2"
+
+
+# -- a real run: every type, exactly its fields ----------------------------------------------
+
+def commit(nova, wid, lease):
+    key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
+    return nova.complete(wid, lease, key, run_s=0.1, warm=True)
+
+
+def test_a_run_writes_every_type_with_exactly_its_fields(nova):
+    nova.register_worker("w1", {"name": "one"}, ["synthetic"])
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 1.0) for i in range(3)], max_attempts=2)
+    [first] = nova.claim("w1", "synthetic").leases
+    commit(nova, "w1", first)  # claimed, completed
+    [second] = nova.claim("w1", "synthetic").leases
+    nova.fail("w1", second, "error", "boom")  # requeued
+    [again] = nova.claim("w1", "synthetic").leases
+    assert again.task_id == second.task_id
+    nova.fail("w1", again, "error", "boom")  # failed: out of attempts
+    nova.retry(again.task_id)  # retried
+    [held] = nova.claim("w1", "synthetic").leases
+    nova.cancel(job)  # job_cancelled
+    with pytest.raises(JobCancelledError):
+        commit(nova, "w1", held)  # cancelled, stale_rejected, job_finished
+    nova.register_worker("w2", {"name": "two"}, ["synthetic"])
+    nova.deregister_worker("w2")  # worker_left
+    expire_worker(nova, "w1")
+    assert nova.reap()["workers_lost"] == 1  # worker_lost
+    nova.redis.hset(nova.keys.meta(), "last_tick_ms", nova.server_time_ms() - 60_000)
+    nova.reap()  # grace
+
+    events = nova.events(count=10_000)
+    assert {e.type for e in events} == set(EVENT_TYPES)
+    for e in events:
+        assert tuple(e.fields) == EVENT_TYPES[e.type].fields, e
