@@ -21,7 +21,6 @@ from nova_queue.apps.base import App, AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
 from nova_queue.errors import ObjectExistsError, StaleResultError, StoreError
 from nova_queue.models import ClaimResult, Lease
-from nova_queue.post import dispatch_finished
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
 from nova_queue.workers.heartbeat import Heartbeat
@@ -205,18 +204,15 @@ class Executor:
         while True:
             try:
                 if plan is None:
-                    done = self.client.complete(self.worker_id, lease, key, run_s=run_s,
+                    self.client.complete(self.worker_id, lease, key, run_s=run_s,
                                                 warm=warm, meta=provenance)
                 else:
-                    done, claimed = self.client.complete_and_claim(
+                    _, claimed = self.client.complete_and_claim(
                         self.worker_id, lease, key, run_s=run_s, warm=warm, meta=provenance,
                         app=plan[0], attempt_ids=plan[1])
                     if claimed is not None:  # None: not registered; the next claim says so
                         self.claimed = (plan[0], claimed)
                 self.committed += 1
-                if done.job_finished:
-                    # artifacts right away; never raises (the post-worker's sweep is the fallback)
-                    dispatch_finished(self.client, lease.job_id)
                 break
             except StaleResultError as exc:
                 log.warning("%s; deleting orphan %s", exc, key)
