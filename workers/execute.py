@@ -17,12 +17,13 @@ from typing import Any
 
 import redis
 
-from nova_queue.apps.base import App, AppContext, TaskInput, TaskOutput
+from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
 from nova_queue.errors import ObjectExistsError, StaleResultError, StoreError
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
+from nova_queue.workers.apps import AppRunner, WorkerApp
 from nova_queue.workers.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
@@ -37,18 +38,19 @@ class WorkerShutdown(BaseException):
     """Raised inside a running task when the worker is told to stop (SIGTERM/SIGINT)."""
 
 
-def run_app(app: App, ctx: AppContext, tasks: Sequence[TaskInput]
+def run_app(runner: AppRunner, ctx: AppContext, tasks: Sequence[TaskInput]
             ) -> tuple[list[TaskOutput | BaseException], float]:
     """Run one batch; returns outputs and wall seconds, simulated slowdown included."""
     started = time.perf_counter()
-    outputs = app.run_batch(tasks)
+    outputs = runner.run_batch(tasks)
     elapsed = time.perf_counter() - started
-    if ctx.slowdown > 1 and not app.handles_slowdown:
+    if ctx.slowdown > 1 and not runner.handles_slowdown:
         # simulate hardware `slowdown` times slower (documented as a simulation)
         time.sleep(elapsed * (ctx.slowdown - 1))
         elapsed = time.perf_counter() - started
     if len(outputs) != len(tasks):
-        raise RuntimeError(f"app {app.name} returned {len(outputs)} outputs for {len(tasks)} tasks")
+        raise RuntimeError(f"app {runner.name} returned {len(outputs)} outputs for "
+                           f"{len(tasks)} tasks")
     return outputs, elapsed
 
 
@@ -69,9 +71,10 @@ def _fit(value: str, limit: int) -> str:
 class Executor:
     """Runs groups of leases of one app for one worker."""
 
-    def __init__(self, client: NovaClient, store: ResultStore, app: App, ctx: AppContext,
+    def __init__(self, client: NovaClient, store: ResultStore, app: WorkerApp, ctx: AppContext,
                  heartbeat: Heartbeat):
-        self.client, self.store, self.app, self.ctx = client, store, app, ctx
+        self.client, self.store, self.ctx = client, store, ctx
+        self.spec, self.runner = app.spec, app.runner
         self.heartbeat = heartbeat
         self.worker_id = ctx.worker_id
         self.ran_once = False
@@ -110,20 +113,20 @@ class Executor:
 
     def _run_job_group(self, leases: list[Lease]) -> None:
         try:
-            params = self.app.parse_params(leases[0].params)
+            params = self.spec.parse_params(leases[0].params)
             started = time.perf_counter()
-            loaded = self.app.prepare(params)
+            loaded = self.runner.prepare(params)
             load_s = time.perf_counter() - started
-            size = max(1, int(self.app.batch_size(params)))
+            size = max(1, int(self.runner.batch_size(params)))
         except WorkerShutdown:
             raise
         except Exception as exc:  # noqa: BLE001 - any app failure is reported, not fatal
             log.warning("job %s cannot run here: %s", leases[0].job_id, exc)
             for lease in leases:
-                self._fail(lease, self.app.classify_error(exc), f"{type(exc).__name__}: {exc}")
+                self._fail(lease, self.runner.classify_error(exc), f"{type(exc).__name__}: {exc}")
             return
         if loaded:
-            log.info("loaded %s for job %s in %.2f s", self.app.name, leases[0].job_id, load_s)
+            log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
             self.ran_once = False
         for i in range(0, len(leases), size):
             self._run_batch(leases[i:i + size], params)
@@ -135,12 +138,12 @@ class Executor:
         warm = self.ran_once
         try:
             self.in_app = True
-            outputs, elapsed = run_app(self.app, self.ctx, [task_input(l, params) for l in live])
+            outputs, elapsed = run_app(self.runner, self.ctx, [task_input(l, params) for l in live])
         except WorkerShutdown:
             raise
         except Exception as exc:  # noqa: BLE001 - report and move on
-            kind = self.app.classify_error(exc)
-            log.warning("%s: %s on %d task(s): %s", self.app.name, kind, len(live), exc)
+            kind = self.runner.classify_error(exc)
+            log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
             for lease in live:
                 self._fail(lease, kind, f"{type(exc).__name__}: {exc}")
             return
@@ -150,8 +153,8 @@ class Executor:
         total_cost = sum(lease.cost for lease in live) or 1.0
         for lease, output in zip(live, outputs):
             if isinstance(output, BaseException):
-                kind = self.app.classify_error(output)
-                log.warning("%s: %s on %s: %s", self.app.name, kind, lease.task_id, output)
+                kind = self.runner.classify_error(output)
+                log.warning("%s: %s on %s: %s", self.spec.name, kind, lease.task_id, output)
                 self._fail(lease, kind, f"{type(output).__name__}: {output}")
                 continue
             self._commit(lease, output, elapsed * lease.cost / total_cost, warm)
@@ -171,7 +174,7 @@ class Executor:
                          output.extension)
         meta = {
             "job": lease.job_id, "task": lease.task_id, "lease-gen": str(lease.lease_gen),
-            "attempt-id": lease.attempt_id, "app": self.app.name, "backend": self.ctx.backend,
+            "attempt-id": lease.attempt_id, "app": self.spec.name, "backend": self.ctx.backend,
             "worker": _fit(self.ctx.worker_name, 200), "worker-id": self.worker_id,
             "prompt": _fit(lease.input, PROMPT_META_BYTES),
         }

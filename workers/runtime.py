@@ -19,12 +19,12 @@ from typing import Any
 import redis
 
 from nova_queue import __version__
-from nova_queue.apps.base import App, AppContext
-from nova_queue.apps.registry import load_app
+from nova_queue.apps.base import AppContext
 from nova_queue.client import NovaClient
 from nova_queue.errors import WorkerLostError
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
+from nova_queue.workers.apps import WorkerApp, load_worker_app
 from nova_queue.workers.backend import BackendInfo, capability, detect_backend, device_score_gflops
 from nova_queue.workers.execute import Executor, WorkerShutdown
 from nova_queue.workers.heartbeat import Heartbeat
@@ -74,7 +74,7 @@ class Worker:
         self._registered = False
         self.tasks_done = 0
         self.info: BackendInfo | None = None
-        self.apps: dict[str, App] = {}
+        self.apps: dict[str, WorkerApp] = {}
         self.executors: dict[str, Executor] = {}
         self.benchmarks: dict[str, AppBenchmark] = {}
         self._fields: dict[str, Any] = {}
@@ -105,8 +105,8 @@ class Worker:
             slowdown=self.options.slowdown, options=dict(self.options.app_options))
         self.ctx = ctx
         for name in self.options.apps:
-            app = load_app(name)
-            app.setup(ctx)
+            app = load_worker_app(name)
+            app.runner.setup(ctx)
             self.apps[name] = app
         gflops = device_score_gflops(self.info, self.options.gflops_s) if self.options.gflops_s else None
         for name, app in self.apps.items():
@@ -254,8 +254,9 @@ class Worker:
     def _attempt_ids(self, app: str, tasks_done: int) -> list[str]:
         """Fresh attempt ids for a claim of ``app``: as many as the batch size of the last
         job's params (e.g. its image size; defaults at first), within ``--max-tasks``."""
-        params = self._last_params.get(app) or self.apps[app].parse_params({})
-        k = max(1, int(self.apps[app].batch_size(params)))
+        spec, runner = self.apps[app].spec, self.apps[app].runner
+        params = self._last_params.get(app) or spec.parse_params({})
+        k = max(1, int(runner.batch_size(params)))
         if self.options.max_tasks is not None:
             k = max(1, min(k, self.options.max_tasks - tasks_done))
         return [secrets.token_hex(8) for _ in range(k)]
@@ -276,7 +277,7 @@ class Worker:
     def _run(self, app: str, leases: list, next_app: str) -> None:
         self.heartbeat.hold(leases)
         try:
-            self._last_params[app] = self.apps[app].parse_params(leases[-1].params)
+            self._last_params[app] = self.apps[app].spec.parse_params(leases[-1].params)
         except Exception:  # noqa: BLE001 - bad params are reported by the executor
             self._last_params.pop(app, None)
         executor = self.executors[app]
@@ -335,7 +336,7 @@ class Worker:
                 log.warning("could not deregister (%s); leases expire on their own", exc)
         for app in self.apps.values():
             try:
-                app.teardown()
+                app.runner.teardown()
             except Exception as exc:  # noqa: BLE001 - best effort on the way out
                 log.warning("teardown of %s failed: %s", app.name, exc)
         if heartbeat is not None and heartbeat.is_alive():
