@@ -368,3 +368,14 @@ def test_burst_exits_1_when_a_post_job_fails_for_good(client, env, rq_conn, name
         text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert "failed for good" in proc.stderr and "unreachable" in proc.stderr + proc.stdout
+
+
+def test_rq_jobs_queued_under_the_old_function_names_still_resolve():
+    """RQ jobs queued before post-processing became a package name nova_queue.post.build_job
+    and nova_queue.post.webhook_job; an upgraded post-worker must still run them."""
+    from rq.utils import import_attribute
+
+    from nova_queue.post import jobs
+
+    assert import_attribute("nova_queue.post.build_job") is jobs.build_job
+    assert import_attribute("nova_queue.post.webhook_job") is jobs.webhook_job
