@@ -20,8 +20,8 @@ def main() -> None:
     url, go_key, kind, *args = sys.argv[1:]
     import torch  # noqa: F401 - the import is the warm-up
 
+    import nova_queue.workers.apps.synthetic  # the runner the late worker loads (Pillow)
     import nova_queue.workers.runtime  # noqa: F401
-    from nova_queue.apps.synthetic import SyntheticApp  # noqa: F401
 
     r = redis.Redis.from_url(url)
     r.rpush(f"{go_key}:warm", "1")

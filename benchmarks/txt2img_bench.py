@@ -1,7 +1,7 @@
 """Images per second of the txt2img app: eager vs torch.compile, per batch size.
 
 Load time, first-batch time (for compiled runs: compilation for that batch shape) and the
-steady state are reported apart. Each row runs ``Txt2ImgApp.run_batch`` as a worker would
+steady state are reported apart. Each row runs ``Txt2ImgRunner.run_batch`` as a worker would
 (pipeline call, backend synchronised before the timer is read, PNG encoding). Not a test.
 
     python benchmarks/txt2img_bench.py --size 64                 # tiny random model, any CPU
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from nova_queue.apps.base import AppContext, TaskInput
-from nova_queue.apps.txt2img import BENCHMARK_PROMPT, Txt2ImgApp
+from nova_queue.apps.txt2img import Txt2ImgSpec
+from nova_queue.workers.apps.txt2img import BENCHMARK_PROMPT, Txt2ImgRunner
 
 
 def detect_context(requested: str) -> AppContext:
@@ -66,17 +67,18 @@ def _host_memory() -> int | None:
 def bench_mode(ctx: AppContext, model: str, *, compiled: bool, size: tuple[int, int],
                steps: int, batches: list[int], iters: int) -> list[dict[str, Any]]:
     """One row per batch size for a fresh app (eager or compiled)."""
-    app = Txt2ImgApp()
+    spec = Txt2ImgSpec()
+    app = Txt2ImgRunner(spec)
     # the operator's model, as a worker's `-o model=DIR`: a folder is then an allowed root
     app.setup(dataclasses.replace(ctx, options={**ctx.options, "model": model}))
     width, height = size
     raw = {"model": model, "width": width, "height": height, "steps": steps,
            "compile": compiled}
-    app.prepare(app.parse_params(raw))
+    app.prepare(spec.parse_params(raw))
     load_s = app.last_load_s or 0.0
     rows = []
     for batch in batches:
-        params = app.parse_params({**raw, "batch": batch})
+        params = spec.parse_params({**raw, "batch": batch})
         tasks = [TaskInput(f"bench:{i}", "bench", i, f"{BENCHMARK_PROMPT} #{i}", 1.0, params,
                            1, 1, "bench") for i in range(batch)]
         started = time.perf_counter()
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     import diffusers
     import torch
 
-    from nova_queue.apps.txt2img_model import make_model
+    from nova_queue.workers.apps.txt2img_model import make_model
 
     if args.threads:
         torch.set_num_threads(args.threads)

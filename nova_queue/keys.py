@@ -39,7 +39,7 @@ nova:{ns}:held:<wid>                    set      -    C K F P D          C P D
 nova:{ns}:app:<app>:workers             set      -    G P D              B
 nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
 nova:{ns}:meta                          hash     -    C R P              C R P
-nova:{ns}:events                        stream   -    all writers        B U
+nova:{ns}:events                        stream   -    all writers        B U Q
 nova:{ns}:web:session:<digest>          string   TTL  B                  B
 nova:{ns}:web:fails:<client>            string   TTL  B                  B
 ======================================  =======  ===  =================  ========

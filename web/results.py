@@ -21,6 +21,7 @@ from flask import Blueprint, Response, abort, redirect, request
 
 from nova_queue.errors import JobNotFoundError, ObjectNotFoundError, StoreError, TaskNotFoundError
 from nova_queue.keys import task_id
+from nova_queue.post.names import artifact_names
 from nova_queue.stores import validate_key
 from nova_queue.web.extensions import nova
 
@@ -34,11 +35,6 @@ CACHE_FOREVER = "public, max-age=31536000, immutable"
 PRESIGN_EXPIRES_S = 3600
 _RESULT_RE = re.compile(r"^jobs/(?P<job>[^/]+)/results/(?P<index>\d+)-[^/]+$")
 _ARTIFACT_RE = re.compile(r"^jobs/(?P<job>[^/]+)/(?P<name>[^/]+)$")
-
-
-def artifact_names(job_id: str) -> tuple[str, ...]:
-    """File names of a job's artifacts, in the order the gallery lists them."""
-    return ("manifest.json", "contact-sheet.png", f"{job_id}.zip")
 
 
 def is_referenced(key: str) -> bool:

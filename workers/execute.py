@@ -2,34 +2,41 @@
 
 A result is uploaded under a key that contains job, task, ``lease_gen`` and
 ``attempt_id``, then committed through the fenced ``complete`` script — for the last task
-of a claim, ``complete_claim``, which also claims the worker's next tasks in the same
-round trip (the runtime says for which app and with which attempt ids). A commit rejected
-as stale deletes its orphan object; a commit whose outcome is unknown (Redis
-unreachable) never deletes anything, so no committed task can point at a missing object.
+of a run, ``complete_claim``, which also claims the worker's next tasks in the same round
+trip (:class:`~nova_queue.workers.claims.Claims` says for which app and with which attempt
+ids) and hands their leases back as the run's :class:`RunOutcome`. A commit rejected as
+stale deletes its orphan object; a commit whose outcome is unknown (Redis unreachable for
+:data:`COMMIT_RETRY_S`, or the worker told to stop while retrying) never deletes anything,
+so no committed task can point at a missing object, and a lost lease is left to expiry.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
 
-from nova_queue.apps.base import App, AppContext, TaskInput, TaskOutput
+from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
 from nova_queue.errors import ObjectExistsError, StaleResultError, StoreError
 from nova_queue.models import ClaimResult, Lease
-from nova_queue.post import dispatch_finished
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
+from nova_queue.workers.apps import AppRunner, WorkerApp
+from nova_queue.workers.claims import NextClaim
 from nova_queue.workers.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
 
 #: How long a worker keeps retrying a commit while Redis is unreachable.
 COMMIT_RETRY_S = 60.0
+#: Pause between two tries of a commit.
+COMMIT_RETRY_INTERVAL_S = 1.0
 #: Longest prompt excerpt stored in object metadata (encoded bytes).
 PROMPT_META_BYTES = 600
 
@@ -38,18 +45,54 @@ class WorkerShutdown(BaseException):
     """Raised inside a running task when the worker is told to stop (SIGTERM/SIGINT)."""
 
 
-def run_app(app: App, ctx: AppContext, tasks: Sequence[TaskInput]
+@dataclasses.dataclass
+class RunOutcome:
+    """What one run of leases did, and what its last commit claimed next."""
+
+    committed: int = 0
+    failed: int = 0
+    stale: int = 0
+    #: result-store failures (the worker pauses before claiming again)
+    infra_errors: int = 0
+    #: (app, answer) of the last commit's combined claim: the worker's next claim
+    claimed: tuple[str, ClaimResult] | None = None
+    #: a combined claim whose outcome is unknown: the next claim retries its attempt ids
+    in_doubt: NextClaim | None = None
+    #: a stop signal interrupted the app; the leases left are released on shutdown
+    interrupted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Commit:
+    """How a commit ended: ``committed``, ``stale`` (rejected) or ``unknown``."""
+
+    state: str
+    claimed: ClaimResult | None = None
+    error: str = ""
+
+
+@dataclasses.dataclass
+class _Run:
+    """One call of :meth:`Executor.run`: its outcome so far and how its last commit claims."""
+
+    outcome: RunOutcome
+    last_task: str | None
+    next_claim: Callable[[int], NextClaim | None] | None
+
+
+def run_app(runner: AppRunner, ctx: AppContext, tasks: Sequence[TaskInput]
             ) -> tuple[list[TaskOutput | BaseException], float]:
     """Run one batch; returns outputs and wall seconds, simulated slowdown included."""
     started = time.perf_counter()
-    outputs = app.run_batch(tasks)
+    outputs = runner.run_batch(tasks)
     elapsed = time.perf_counter() - started
-    if ctx.slowdown > 1 and not app.handles_slowdown:
+    if ctx.slowdown > 1 and not runner.handles_slowdown:
         # simulate hardware `slowdown` times slower (documented as a simulation)
         time.sleep(elapsed * (ctx.slowdown - 1))
         elapsed = time.perf_counter() - started
     if len(outputs) != len(tasks):
-        raise RuntimeError(f"app {app.name} returned {len(outputs)} outputs for {len(tasks)} tasks")
+        raise RuntimeError(f"app {runner.name} returned {len(outputs)} outputs for "
+                           f"{len(tasks)} tasks")
     return outputs, elapsed
 
 
@@ -68,82 +111,75 @@ def _fit(value: str, limit: int) -> str:
 
 
 class Executor:
-    """Runs groups of leases of one app for one worker."""
+    """Runs groups of leases of one app for one worker. ``warm``: the runner already ran
+    (the startup benchmark), so the first run counts as warm."""
 
-    def __init__(self, client: NovaClient, store: ResultStore, app: App, ctx: AppContext,
-                 heartbeat: Heartbeat):
-        self.client, self.store, self.app, self.ctx = client, store, app, ctx
+    def __init__(self, client: NovaClient, store: ResultStore, app: WorkerApp, ctx: AppContext,
+                 heartbeat: Heartbeat, stop_event: threading.Event, *, warm: bool = False):
+        self.client, self.store, self.ctx = client, store, ctx
+        self.spec, self.runner = app.spec, app.runner
         self.heartbeat = heartbeat
+        self.stop_event = stop_event
         self.worker_id = ctx.worker_id
-        self.ran_once = False
+        self.ran_once = warm
         #: True while the app runs a batch: the only time a stop signal may interrupt
         self.in_app = False
-        self.committed = 0
-        self.failed = 0
-        self.stale = 0
-        self.infra_errors = 0
-        #: the commit of this task also claims: ``then_claim()`` gives (app, attempt ids)
-        self._final: str | None = None
-        self._then_claim: Callable[[], tuple[str, list[str]] | None] | None = None
-        #: what that claim answered, for the runtime: (app, result)
-        self.claimed: tuple[str, ClaimResult] | None = None
-        #: attempt ids of a commit-and-claim whose outcome is unknown (Redis unreachable):
-        #: the runtime's next claim for that app retries with them and gets those leases
-        self.claim_in_doubt: tuple[str, list[str]] | None = None
 
+    # ---- a run: groups by job, batches by batch size ---------------------------------------
     def run(self, leases: list[Lease],
-            then_claim: Callable[[], tuple[str, list[str]] | None] | None = None) -> None:
-        """Run leases (any jobs), one batch per job and batch size. With ``then_claim``,
-        the commit of the last task claims next in the same call if ``then_claim()`` says
-        for which app (None: no claim); the answer is left in ``claimed``."""
+            next_claim: Callable[[int], NextClaim | None] | None = None) -> RunOutcome:
+        """Run leases (any jobs), one batch per job and batch size, and return what was done.
+        With ``next_claim``, the commit of the last task asks it (with the run's commits
+        so far) what to claim in the same call; the answer is in ``RunOutcome.claimed``."""
         by_job: dict[str, list[Lease]] = {}
         for lease in leases:
             by_job.setdefault(lease.job_id, []).append(lease)
         groups = list(by_job.values())
-        self.claimed = self.claim_in_doubt = None
-        self._final = groups[-1][-1].task_id if then_claim and groups else None
-        self._then_claim = then_claim
+        run = _Run(RunOutcome(), groups[-1][-1].task_id if groups else None, next_claim)
         try:
             for group in groups:
-                self._run_job_group(group)
-        finally:
-            self._final = self._then_claim = None
+                self._run_job_group(run, group)
+        except WorkerShutdown:
+            run.outcome.interrupted = True
+        return run.outcome
 
-    def _run_job_group(self, leases: list[Lease]) -> None:
+    def _run_job_group(self, run: _Run, leases: list[Lease]) -> None:
         try:
-            params = self.app.parse_params(leases[0].params)
+            params = self.spec.parse_params(leases[0].params)
             started = time.perf_counter()
-            loaded = self.app.prepare(params)
+            loaded = self.runner.prepare(params)
             load_s = time.perf_counter() - started
-            size = max(1, int(self.app.batch_size(params)))
+            size = max(1, int(self.runner.batch_size(params)))
         except WorkerShutdown:
             raise
         except Exception as exc:  # noqa: BLE001 - any app failure is reported, not fatal
             log.warning("job %s cannot run here: %s", leases[0].job_id, exc)
             for lease in leases:
-                self._fail(lease, self.app.classify_error(exc), f"{type(exc).__name__}: {exc}")
+                self._fail(run, lease, self.runner.classify_error(exc),
+                           f"{type(exc).__name__}: {exc}")
             return
         if loaded:
-            log.info("loaded %s for job %s in %.2f s", self.app.name, leases[0].job_id, load_s)
+            log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
             self.ran_once = False
         for i in range(0, len(leases), size):
-            self._run_batch(leases[i:i + size], params)
+            self._run_batch(run, leases[i:i + size], params)
 
-    def _run_batch(self, leases: list[Lease], params: dict[str, Any]) -> None:
-        live = [lease for lease in leases if not self._lost(lease)]
+    def _run_batch(self, run: _Run, leases: list[Lease], params: dict[str, Any]) -> None:
+        live = [lease for lease in leases if not self._lost(run, lease)]
         if not live:
             return
         warm = self.ran_once
         try:
             self.in_app = True
-            outputs, elapsed = run_app(self.app, self.ctx, [task_input(l, params) for l in live])
+            outputs, elapsed = run_app(self.runner, self.ctx,
+                                       [task_input(lease, params) for lease in live])
         except WorkerShutdown:
             raise
         except Exception as exc:  # noqa: BLE001 - report and move on
-            kind = self.app.classify_error(exc)
-            log.warning("%s: %s on %d task(s): %s", self.app.name, kind, len(live), exc)
+            kind = self.runner.classify_error(exc)
+            log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
             for lease in live:
-                self._fail(lease, kind, f"{type(exc).__name__}: {exc}")
+                self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}")
             return
         finally:
             self.in_app = False
@@ -151,88 +187,133 @@ class Executor:
         total_cost = sum(lease.cost for lease in live) or 1.0
         for lease, output in zip(live, outputs):
             if isinstance(output, BaseException):
-                kind = self.app.classify_error(output)
-                log.warning("%s: %s on %s: %s", self.app.name, kind, lease.task_id, output)
-                self._fail(lease, kind, f"{type(output).__name__}: {output}")
+                kind = self.runner.classify_error(output)
+                log.warning("%s: %s on %s: %s", self.spec.name, kind, lease.task_id, output)
+                self._fail(run, lease, kind, f"{type(output).__name__}: {output}")
                 continue
-            self._commit(lease, output, elapsed * lease.cost / total_cost, warm)
+            self._finish(run, lease, output, elapsed * lease.cost / total_cost, warm)
 
-    def _lost(self, lease: Lease) -> bool:
+    def _lost(self, run: _Run, lease: Lease) -> bool:
         if self.heartbeat.is_lost(lease):
             log.info("dropping %s: its lease was lost", lease.task_id)
             self.heartbeat.drop(lease)
-            self.stale += 1
+            run.outcome.stale += 1
             return True
         return False
 
-    def _commit(self, lease: Lease, output: TaskOutput, run_s: float, warm: bool) -> None:
-        if self._lost(lease):
+    # ---- a task's result: upload, commit, settle ---------------------------------------------
+    def _finish(self, run: _Run, lease: Lease, output: TaskOutput, run_s: float,
+                warm: bool) -> None:
+        """Upload the result, commit it (claiming next if it is the run's last task), and
+        stop renewing the lease."""
+        if self._lost(run, lease):
             return
+        key = self._upload(run, lease, output)
+        if key is None:
+            return  # reported as failed
+        plan = (run.next_claim(run.outcome.committed)
+                if run.next_claim is not None and lease.task_id == run.last_task else None)
+        commit = self._commit(lease, key, run_s, warm, self._provenance(output), plan)
+        self._settle(run, key, plan, commit)
+        self.heartbeat.drop(lease)
+
+    def _upload(self, run: _Run, lease: Lease, output: TaskOutput) -> str | None:
+        """Put the result under its write-once key; the key, or None after reporting why not."""
         key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id,
                          output.extension)
-        meta = {
+        try:
+            self.store.put(key, output.data, output.content_type, self._object_meta(lease))
+        except ObjectExistsError:
+            return self._own_earlier_put(run, lease, key)
+        except StoreError as exc:
+            self._store_failed(run, lease, exc)
+            return None
+        return key
+
+    def _own_earlier_put(self, run: _Run, lease: Lease, key: str) -> str | None:
+        """The key exists: our own retried put (its first reply was lost) if the object
+        carries this attempt id; else the key is taken and the task fails."""
+        try:
+            info = self.store.head(key)
+        except StoreError as exc:
+            self._store_failed(run, lease, exc)
+            return None
+        if info and info.metadata.get("attempt-id") == lease.attempt_id:
+            return key
+        self._fail(run, lease, "infra", f"result key {key} is taken by another object")
+        return None
+
+    def _store_failed(self, run: _Run, lease: Lease, exc: StoreError) -> None:
+        log.warning("store failed for %s: %s", lease.task_id, exc)
+        run.outcome.infra_errors += 1
+        self._fail(run, lease, "infra", f"result store unavailable: {exc}")
+
+    def _object_meta(self, lease: Lease) -> dict[str, str]:
+        """The stored object's metadata: whose result it is, for audits and retried puts."""
+        return {
             "job": lease.job_id, "task": lease.task_id, "lease-gen": str(lease.lease_gen),
-            "attempt-id": lease.attempt_id, "app": self.app.name, "backend": self.ctx.backend,
+            "attempt-id": lease.attempt_id, "app": self.spec.name, "backend": self.ctx.backend,
             "worker": _fit(self.ctx.worker_name, 200), "worker-id": self.worker_id,
             "prompt": _fit(lease.input, PROMPT_META_BYTES),
         }
-        try:
-            self.store.put(key, output.data, output.content_type, meta)
-        except ObjectExistsError:
-            # our own retried put (its first reply was lost) if the attempt id matches
-            try:
-                info = self.store.head(key)
-            except StoreError as exc:
-                log.warning("store failed for %s: %s", lease.task_id, exc)
-                self.infra_errors += 1
-                self._fail(lease, "infra", f"result store unavailable: {exc}")
-                return
-            if not (info and info.metadata.get("attempt-id") == lease.attempt_id):
-                self._fail(lease, "infra", f"result key {key} is taken by another object")
-                return
-        except StoreError as exc:
-            log.warning("store failed for %s: %s", lease.task_id, exc)
-            self.infra_errors += 1
-            self._fail(lease, "infra", f"result store unavailable: {exc}")
-            return
+
+    def _provenance(self, output: TaskOutput) -> dict[str, str]:
+        """The task's ``meta``: the app's metadata plus where and how big the result is."""
         provenance = {k: str(v) for k, v in output.metadata.items()}
         provenance.update(backend=self.ctx.backend, device=self.ctx.device_name,
                           worker=self.ctx.worker_name, content_type=output.content_type,
                           bytes=str(len(output.data)))
-        plan = (self._then_claim() if self._then_claim and lease.task_id == self._final
-                else None)
+        return provenance
+
+    def _commit(self, lease: Lease, key: str, run_s: float, warm: bool, meta: dict[str, str],
+                plan: NextClaim | None) -> Commit:
+        """Commit, retrying while Redis is unreachable, for at most COMMIT_RETRY_S and never
+        past a stop request (each retry is idempotent: same lease, key and attempt ids)."""
         deadline = time.monotonic() + COMMIT_RETRY_S
         while True:
             try:
-                if plan is None:
-                    done = self.client.complete(self.worker_id, lease, key, run_s=run_s,
-                                                warm=warm, meta=provenance)
-                else:
-                    done, claimed = self.client.complete_and_claim(
-                        self.worker_id, lease, key, run_s=run_s, warm=warm, meta=provenance,
-                        app=plan[0], attempt_ids=plan[1])
-                    if claimed is not None:  # None: not registered; the next claim says so
-                        self.claimed = (plan[0], claimed)
-                self.committed += 1
-                if done.job_finished:
-                    # artifacts right away; never raises (the post-worker's sweep is the fallback)
-                    dispatch_finished(self.client, lease.job_id)
-                break
+                return self._send_commit(lease, key, run_s, warm, meta, plan)
             except StaleResultError as exc:
-                log.warning("%s; deleting orphan %s", exc, key)
-                self.stale += 1
-                self._delete_orphan(key)
-                break
+                return Commit("stale", error=str(exc))
             except redis.RedisError as exc:
                 if time.monotonic() > deadline:
-                    # outcome unknown: keep the object, the lease will be reaped if it was lost
                     log.error("could not commit %s (%s); leaving it to lease expiry",
                               lease.task_id, exc)
-                    self.claim_in_doubt = plan
+                    return Commit("unknown", error=str(exc))
+                if self.stop_event.is_set():
                     break
                 log.warning("commit of %s failed (%s); retrying", lease.task_id, exc)
-                time.sleep(1.0)
-        self.heartbeat.drop(lease)
+                if self.stop_event.wait(COMMIT_RETRY_INTERVAL_S):
+                    break
+        log.warning("stopping: the commit of %s is unconfirmed; keeping its object and "
+                    "leaving the lease to expiry", lease.task_id)
+        return Commit("unknown", error="stopped while retrying")
+
+    def _send_commit(self, lease: Lease, key: str, run_s: float, warm: bool,
+                     meta: dict[str, str], plan: NextClaim | None) -> Commit:
+        """One commit script call: ``complete``, or ``complete_claim`` with ``plan``."""
+        if plan is None:
+            self.client.complete(self.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta)
+            return Commit("committed")
+        _, claimed = self.client.complete_and_claim(
+            self.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta, app=plan.app,
+            attempt_ids=plan.attempt_ids)
+        # claimed is None when the worker is not registered: the next claim says so
+        return Commit("committed", claimed=claimed)
+
+    def _settle(self, run: _Run, key: str, plan: NextClaim | None, commit: Commit) -> None:
+        """Count the commit; keep what it claimed; delete the object of a rejected one; a
+        claim whose outcome is unknown stays in doubt (its object is kept)."""
+        if commit.state == "committed":
+            run.outcome.committed += 1
+            if plan is not None and commit.claimed is not None:
+                run.outcome.claimed = (plan.app, commit.claimed)
+        elif commit.state == "stale":
+            log.warning("%s; deleting orphan %s", commit.error, key)
+            run.outcome.stale += 1
+            self._delete_orphan(key)
+        else:
+            run.outcome.in_doubt = plan
 
     def _delete_orphan(self, key: str) -> None:
         try:
@@ -240,9 +321,9 @@ class Executor:
         except StoreError as exc:
             log.warning("could not delete orphan %s: %s", key, exc)
 
-    def _fail(self, lease: Lease, kind: str, message: str) -> None:
+    def _fail(self, run: _Run, lease: Lease, kind: str, message: str) -> None:
         self.heartbeat.drop(lease)
-        self.failed += 1
+        run.outcome.failed += 1
         try:
             self.client.fail(self.worker_id, lease, kind, message)
         except StaleResultError as exc:

@@ -1,12 +1,19 @@
 """The worker: wait for Redis, detect and prove the backend, benchmark, register, then
-claim -> run -> upload -> commit until stopped. The same code on every machine."""
+claim -> run -> upload -> commit until stopped. The same code on every machine.
+
+The loop reads as named steps (rq's ``work()``): stop at the ``--max-tasks`` budget, claim
+for each app in turn (:meth:`Worker._claim_round`), run what was claimed
+(:meth:`Worker._execute`: the run's last commit claims the next tasks in the same round
+trip, and :class:`~nova_queue.workers.claims.Claims` keeps the answer), pause while the
+result store fails, or wait for work on the event stream. Every exit logs why.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
-import secrets
 import signal
 import socket
 import threading
@@ -19,16 +26,18 @@ from typing import Any
 import redis
 
 from nova_queue import __version__
-from nova_queue.apps.base import App, AppContext
-from nova_queue.apps.registry import load_app
+from nova_queue.apps.base import AppContext
 from nova_queue.client import NovaClient
 from nova_queue.errors import WorkerLostError
+from nova_queue.models import Lease
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
+from nova_queue.workers.apps import WorkerApp, load_worker_app
 from nova_queue.workers.backend import BackendInfo, capability, detect_backend, device_score_gflops
-from nova_queue.workers.execute import Executor, WorkerShutdown
+from nova_queue.workers.claims import Claims
+from nova_queue.workers.execute import Executor, RunOutcome, WorkerShutdown
 from nova_queue.workers.heartbeat import Heartbeat
-from nova_queue.workers.node import load_or_create_node, new_worker_id
+from nova_queue.workers.node import Node, load_or_create_node, new_worker_id
 from nova_queue.workers.redis_wait import wait_for_redis
 from nova_queue.workers.startup import AppBenchmark, benchmark_app
 
@@ -59,6 +68,17 @@ class WorkerOptions:
     gflops_s: float = 0.3
 
 
+@dataclasses.dataclass(frozen=True)
+class _Round:
+    """One claim round over the worker's apps: whether a run happened, each claim's status,
+    how long to wait before the next round, and the run's result-store failures."""
+
+    ran: bool
+    statuses: tuple[str, ...] = ()
+    wait_s: float = 0.0
+    infra_errors: int = 0
+
+
 class Worker:
     """One worker process. ``run()`` returns the process exit code."""
 
@@ -72,16 +92,19 @@ class Worker:
         self._in_setup = False
         #: registered at least once: only then is there anything to deregister
         self._registered = False
-        self.tasks_done = 0
         self.info: BackendInfo | None = None
-        self.apps: dict[str, App] = {}
+        self.apps: dict[str, WorkerApp] = {}
         self.executors: dict[str, Executor] = {}
         self.benchmarks: dict[str, AppBenchmark] = {}
+        self.claims: Claims | None = None
         self._fields: dict[str, Any] = {}
-        self._last_params: dict[str, dict[str, Any]] = {}
-        self._claim_ids: dict[str, list[str]] = {}
-        #: what a commit-and-claim answered for an app, used by the next claim of that app
-        self._prefetched: dict[str, Any] = {}
+        #: index (in ``apps``) of the app claimed first in the next round
+        self._turn = 0
+
+    @property
+    def tasks_done(self) -> int:
+        """Tasks this worker committed."""
+        return self.claims.done if self.claims is not None else 0
 
     # ---- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
@@ -98,42 +121,64 @@ class Worker:
         self.name = node.name
         self.store = self._store or open_store(self.settings.resolved_store_url,
                                                public_endpoint=self.settings.s3_public_endpoint)
-        ctx = AppContext(
-            backend=self.info.backend, device=self.info.device,
-            device_name=self.info.device_name, worker_id=self.worker_id, worker_name=self.name,
-            memory_total=self.info.memory_total, memory_free=self.info.memory_free,
-            slowdown=self.options.slowdown, options=dict(self.options.app_options))
-        self.ctx = ctx
-        for name in self.options.apps:
-            app = load_app(name)
-            app.setup(ctx)
-            self.apps[name] = app
-        gflops = device_score_gflops(self.info, self.options.gflops_s) if self.options.gflops_s else None
-        for name, app in self.apps.items():
-            self.benchmarks[name] = (benchmark_app(app, ctx) if self.options.benchmark
-                                     else AppBenchmark())
-        cap = capability(self.info, node, list(self.apps), gflops=gflops)
-        cap.update(slowdown=self.options.slowdown, nova_queue=__version__,
-                   benchmarks={a: dataclasses.asdict(b) for a, b in self.benchmarks.items()})
-        self._fields = {
-            "name": self.name, "host": socket.gethostname(), "host_id": node.host_id,
-            "node_id": node.node_id, "pid": os.getpid(), "backend": self.info.backend,
-            "device": self.info.device_name, "memory_total": self.info.memory_total,
-            "memory_free": self.info.memory_free, "gflops": gflops,
-            "slowdown": self.options.slowdown, "capability": _json(cap),
-        }
+        self.ctx = self._app_context()
+        self._load_apps()
+        gflops = (device_score_gflops(self.info, self.options.gflops_s)
+                  if self.options.gflops_s else None)
+        self._benchmark_apps()
+        self._fields = self._registry_fields(node, gflops)
         self.heartbeat = Heartbeat(self.client, self.worker_id,
                                    self.settings.heartbeat_interval_s, self.register)
-        for name, app in self.apps.items():
-            executor = Executor(self.client, self.store, app, ctx, self.heartbeat)
-            executor.ran_once = self.benchmarks[name].runs > 0  # the benchmark warmed it up
-            self.executors[name] = executor
+        self.executors = {
+            name: Executor(self.client, self.store, app, self.ctx, self.heartbeat,
+                           self.stop_event, warm=self.benchmarks[name].runs > 0)
+            for name, app in self.apps.items()}  # warm: the benchmark ran the app
+        self.claims = Claims(self.client, self.worker_id, self.apps,
+                             max_tasks=self.options.max_tasks, stopping=self.stop_event.is_set)
         self._retry_redis(self.register)  # Redis may have gone away during the benchmark
         if not self._registered:  # stopped while waiting
             raise WorkerShutdown()
         self.heartbeat.start()
         log.info("worker %s (%s) joined: backend %s on %s, apps %s", self.name, self.worker_id,
                  self.info.backend, self.info.device_name, ", ".join(self.apps))
+
+    def _app_context(self) -> AppContext:
+        """What the apps' runners see of this worker."""
+        info = self.info
+        assert info is not None
+        return AppContext(
+            backend=info.backend, device=info.device, device_name=info.device_name,
+            worker_id=self.worker_id, worker_name=self.name, memory_total=info.memory_total,
+            memory_free=info.memory_free, slowdown=self.options.slowdown,
+            options=dict(self.options.app_options))
+
+    def _load_apps(self) -> None:
+        """Each app's spec and runner; the runner's setup."""
+        for name in self.options.apps:
+            app = load_worker_app(name)
+            app.runner.setup(self.ctx)
+            self.apps[name] = app
+
+    def _benchmark_apps(self) -> None:
+        """The startup benchmark of each app (skipped with ``--no-benchmark``)."""
+        for name, app in self.apps.items():
+            self.benchmarks[name] = (benchmark_app(app, self.ctx) if self.options.benchmark
+                                     else AppBenchmark())
+
+    def _registry_fields(self, node: Node, gflops: float | None) -> dict[str, Any]:
+        """The worker's registry record: identity, device, capability and benchmarks."""
+        info = self.info
+        assert info is not None
+        cap = capability(info, node, list(self.apps), gflops=gflops)
+        cap.update(slowdown=self.options.slowdown, nova_queue=__version__,
+                   benchmarks={a: dataclasses.asdict(b) for a, b in self.benchmarks.items()})
+        return {
+            "name": self.name, "host": socket.gethostname(), "host_id": node.host_id,
+            "node_id": node.node_id, "pid": os.getpid(), "backend": info.backend,
+            "device": info.device_name, "memory_total": info.memory_total,
+            "memory_free": info.memory_free, "gflops": gflops,
+            "slowdown": self.options.slowdown, "capability": _json(cap),
+        }
 
     def register(self) -> None:
         """Join (or re-join) the fleet with the capability record and benchmark."""
@@ -160,7 +205,7 @@ class Worker:
         """Ask the loop to stop after the current step (thread-safe)."""
         self.stop_event.set()
 
-    # ---- the loop -------------------------------------------------------------------------
+    # ---- the loop ----------------------------------------------------------------------
     def run(self) -> int:
         """Set up, loop until stopped (or ``--burst`` / ``--max-tasks`` says so), clean up."""
         try:
@@ -178,50 +223,89 @@ class Worker:
         return 0
 
     def _loop(self) -> None:
-        backoff = 0.5
-        names = list(self.apps)
-        turn = 0
+        """Claim and run until stopped, ``--burst`` finds nothing, or ``--max-tasks`` is
+        reached."""
+        assert self.claims is not None
+        backoff_s = 0.5
         waiting = False
         while not self.stop_event.is_set():
-            if self.options.max_tasks is not None and self.tasks_done >= self.options.max_tasks:
+            if self.claims.reached_max():
                 log.info("finished %d task(s) (--max-tasks)", self.tasks_done)
                 return
-            statuses = []
-            waits = []
             try:
                 # still waiting: note the event stream's position before claiming, so that a
                 # job enqueued after this claim round ends the wait below at once
                 mark = self._event_mark() if waiting else None
-                for i in range(len(names)):
-                    app = names[(turn + i) % len(names)]
-                    result = self._claim(app)
-                    statuses.append(result.status)
-                    if result.status == "ok":
-                        # the last commit claims for the app whose turn comes next
-                        self._run(app, result.leases, names[(turn + i + 1) % len(names)])
-                        turn = (turn + i + 1) % len(names)
-                        break
-                    waits.append(result.retry_after_s)
-                backoff = 0.5
+                claimed = self._claim_round()
             except WorkerLostError:
-                log.warning("not registered (declared lost?): joining again")
-                self._retry_redis(self.register)
+                self._rejoin()
                 continue
             except redis.RedisError as exc:
-                log.warning("Redis unavailable (%s); retrying in %.1f s", exc, backoff)
-                self.stop_event.wait(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                backoff_s = self._back_off(exc, backoff_s)
                 continue
-            if "ok" in statuses:
+            backoff_s = 0.5
+            if claimed.ran:
                 waiting = False
-                if any(e.infra_errors for e in self.executors.values()):
-                    self._infra_pause()
-                continue
-            if self.options.burst and all(s == "empty" for s in statuses):
-                log.info("no work left for %s (--burst): exiting", ", ".join(names))
+                self._pause_if_store_failing(claimed.infra_errors)
+            elif self.options.burst and all(s == "empty" for s in claimed.statuses):
+                log.info("no work left for %s (--burst): exiting", ", ".join(self.apps))
                 return
-            waiting = True
-            self._wait_for_work(mark, min(min(waits or [MAX_IDLE_WAIT_S]), MAX_IDLE_WAIT_S))
+            else:
+                waiting = True
+                self._wait_for_work(mark, claimed.wait_s)
+
+    def _claim_round(self) -> _Round:
+        """Claim for each app in turn and run the first that gets leases."""
+        assert self.claims is not None
+        names = list(self.apps)
+        statuses: list[str] = []
+        waits: list[float] = []
+        for i in range(len(names)):
+            app = names[(self._turn + i) % len(names)]
+            result = self.claims.claim(app)
+            statuses.append(result.status)
+            if result.status == "ok":
+                # the next round starts with the next app, and this run's last commit
+                # already claims for it
+                self._turn = (self._turn + i + 1) % len(names)
+                outcome = self._execute(app, result.leases, names[self._turn])
+                return _Round(True, tuple(statuses), infra_errors=outcome.infra_errors)
+            waits.append(result.retry_after_s)
+        return _Round(False, tuple(statuses), min(min(waits or [MAX_IDLE_WAIT_S]),
+                                                  MAX_IDLE_WAIT_S))
+
+    def _execute(self, app: str, leases: list[Lease], next_app: str) -> RunOutcome:
+        """Run claimed leases of ``app``; the run's last commit claims ``next_app``'s next
+        tasks in the same call, and the claims take over what it answered."""
+        assert self.claims is not None
+        self.heartbeat.hold(leases)
+        self.claims.note_params(app, leases[-1].params)
+        if self.stop_event.is_set():
+            raise WorkerShutdown()
+        outcome = self.executors[app].run(
+            leases, functools.partial(self.claims.next_claim, next_app))
+        self.claims.settle(outcome.committed, outcome.claimed, outcome.in_doubt)
+        if outcome.interrupted:
+            raise WorkerShutdown()
+        return outcome
+
+    def _rejoin(self) -> None:
+        log.warning("not registered (declared lost?): joining again")
+        self._retry_redis(self.register)
+
+    def _back_off(self, exc: redis.RedisError, backoff_s: float) -> float:
+        """Wait ``backoff_s`` after a Redis error (a stop ends the wait); the next wait."""
+        log.warning("Redis unavailable (%s); retrying in %.1f s", exc, backoff_s)
+        self.stop_event.wait(backoff_s)
+        return min(backoff_s * 2, MAX_BACKOFF_S)
+
+    def _pause_if_store_failing(self, infra_errors: int) -> None:
+        """After result-store failures, wait 2, 4, ... up to 30 s before claiming again."""
+        if not infra_errors:
+            return
+        pause = min(MAX_BACKOFF_S, 2.0 ** min(infra_errors, 5))
+        log.warning("result store failing: pausing %.0f s before claiming again", pause)
+        self.stop_event.wait(pause)
 
     def _event_mark(self) -> str | None:
         """The event stream's newest id; None if it cannot be read (e.g. an ACL without
@@ -251,66 +335,6 @@ class Worker:
         except redis.RedisError:
             self.stop_event.wait(max(0.0, deadline - time.monotonic()))
 
-    def _attempt_ids(self, app: str, tasks_done: int) -> list[str]:
-        """Fresh attempt ids for a claim of ``app``: as many as the batch size of the last
-        job's params (e.g. its image size; defaults at first), within ``--max-tasks``."""
-        params = self._last_params.get(app) or self.apps[app].parse_params({})
-        k = max(1, int(self.apps[app].batch_size(params)))
-        if self.options.max_tasks is not None:
-            k = max(1, min(k, self.options.max_tasks - tasks_done))
-        return [secrets.token_hex(8) for _ in range(k)]
-
-    def _claim(self, app: str):
-        prefetched = self._prefetched.pop(app, None)
-        if prefetched is not None:  # the last commit already claimed (one round trip)
-            return prefetched
-        # a claim that failed may have run (its reply lost): asking again with the same
-        # attempt ids returns those leases instead of orphaning them (claim-12)
-        ids = self._claim_ids.pop(app, None) or self._attempt_ids(app, self.tasks_done)
-        try:
-            return self.client.claim(self.worker_id, app, len(ids), attempt_ids=ids)
-        except redis.RedisError:
-            self._claim_ids[app] = ids
-            raise
-
-    def _run(self, app: str, leases: list, next_app: str) -> None:
-        self.heartbeat.hold(leases)
-        try:
-            self._last_params[app] = self.apps[app].parse_params(leases[-1].params)
-        except Exception:  # noqa: BLE001 - bad params are reported by the executor
-            self._last_params.pop(app, None)
-        executor = self.executors[app]
-        before = executor.committed
-
-        def then_claim() -> tuple[str, list[str]] | None:
-            """At the last commit: claim for ``next_app`` in the same call, unless the
-            worker is stopping, has reached --max-tasks, or holds attempt ids in doubt."""
-            done = self.tasks_done + executor.committed - before + 1
-            if self.stop_event.is_set() or next_app in self._claim_ids:
-                return None
-            if self.options.max_tasks is not None and done >= self.options.max_tasks:
-                return None
-            return next_app, self._attempt_ids(next_app, done)
-
-        try:
-            if self.stop_event.is_set():
-                raise WorkerShutdown()
-            executor.run(leases, then_claim)
-        finally:
-            self.tasks_done += executor.committed - before
-            if executor.claimed is not None:
-                self._prefetched[executor.claimed[0]] = executor.claimed[1]
-            if executor.claim_in_doubt is not None:
-                self._claim_ids[executor.claim_in_doubt[0]] = executor.claim_in_doubt[1]
-            executor.claimed = executor.claim_in_doubt = None  # taken over
-
-    def _infra_pause(self) -> None:
-        pause = min(MAX_BACKOFF_S, 2.0 ** min(sum(e.infra_errors for e in self.executors.values()), 5))
-        for e in self.executors.values():
-            e.infra_errors = 0
-        log.warning("result store failing: pausing %.0f s before claiming again", pause)
-        self.stop_event.wait(pause)
-
     def _retry_redis(self, fn) -> None:
         delay = 0.5
         while not self.stop_event.is_set():
@@ -335,7 +359,7 @@ class Worker:
                 log.warning("could not deregister (%s); leases expire on their own", exc)
         for app in self.apps.values():
             try:
-                app.teardown()
+                app.runner.teardown()
             except Exception as exc:  # noqa: BLE001 - best effort on the way out
                 log.warning("teardown of %s failed: %s", app.name, exc)
         if heartbeat is not None and heartbeat.is_alive():

@@ -8,7 +8,8 @@ import logging
 import statistics
 import time
 
-from nova_queue.apps.base import App, AppContext, TaskInput
+from nova_queue.apps.base import AppContext, TaskInput
+from nova_queue.workers.apps import WorkerApp
 from nova_queue.workers.execute import WorkerShutdown, run_app
 
 log = logging.getLogger(__name__)
@@ -29,23 +30,24 @@ class AppBenchmark:
         return {"bench_s": self.bench_s, "load_s": self.load_s, "cold_s": self.cold_s}
 
 
-def benchmark_app(app: App, ctx: AppContext, *, runs: int = 3,
+def benchmark_app(app: WorkerApp, ctx: AppContext, *, runs: int = 3,
                   budget_s: float = 30.0) -> AppBenchmark:
     """Measure ``app`` on this worker; failures are reported, not raised."""
+    runner = app.runner
     try:
-        text, params = app.benchmark_task()
-        cost = app.make_tasks([text], params)[0].cost
+        text, params = runner.benchmark_task()
+        cost = app.spec.make_tasks([text], params)[0].cost
         task = TaskInput(task_id="benchmark:0", job_id="benchmark", index=0, input=text,
                          cost=cost, params=params, attempt=1, lease_gen=0,
                          attempt_id="benchmark")
         started = time.perf_counter()
-        app.prepare(params)
+        runner.prepare(params)
         load_s = time.perf_counter() - started
-        _, cold_s = run_app(app, ctx, [task])
+        _, cold_s = run_app(runner, ctx, [task])
         times: list[float] = []
         deadline = time.perf_counter() + budget_s
         while len(times) < runs and time.perf_counter() < deadline:
-            _, elapsed = run_app(app, ctx, [task])
+            _, elapsed = run_app(runner, ctx, [task])
             times.append(elapsed)
     except WorkerShutdown:
         raise

@@ -1,4 +1,12 @@
-"""The contract between the workload-agnostic runtime and an app."""
+"""The contract between the workload-agnostic runtime and an app.
+
+An app has two halves. Its :class:`AppSpec` (here, in the core) says what a job's params
+and prompts mean; the web gallery, the CLI and the worker use it. Its runner (an
+``AppRunner`` in :mod:`nova_queue.workers.apps`) runs tasks inside a worker, with torch or
+Pillow as it needs. The dataclasses a runner receives and returns (:class:`AppContext`,
+:class:`TaskInput`, :class:`TaskOutput`) are plain data and live here. :class:`App` is the
+older one-class form, still supported.
+"""
 
 from __future__ import annotations
 
@@ -29,14 +37,14 @@ class AppContext:
 
 @dataclasses.dataclass(frozen=True)
 class TaskInput:
-    """One leased task as handed to :meth:`App.run_batch`."""
+    """One leased task as handed to a runner's ``run_batch``."""
 
     task_id: str
     job_id: str
     index: int
     input: str
     cost: float
-    params: Mapping[str, Any]  # already parsed by App.parse_params
+    params: Mapping[str, Any]  # already parsed by the spec's parse_params
     attempt: int
     lease_gen: int
     attempt_id: str
@@ -52,16 +60,21 @@ class TaskOutput:
     metadata: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
-class App(abc.ABC):
-    """Base class of every app. One instance lives in one worker process."""
+class AppSpec:
+    """The job-description half of an app: what a job's params and prompts mean.
+
+    The web gallery, the CLI and the worker use it; it never imports torch or Pillow. The
+    worker runs the app with the :class:`~nova_queue.workers.apps.AppRunner` subclass that
+    :attr:`runner` names, imported only there.
+    """
 
     #: Registry name (``--app NAME``).
     name: ClassVar[str] = ""
-    #: One line shown by ``nova-queue apps``.
+    #: One line saying what the app does.
     description: ClassVar[str] = ""
-    #: True if run_batch itself honours ``AppContext.slowdown``; otherwise the worker
-    #: simulates slower hardware by waiting (slowdown - 1) x the measured run time.
-    handles_slowdown: ClassVar[bool] = False
+    #: The worker half, ``"module:Class"`` (an ``AppRunner`` subclass), resolved lazily by the
+    #: worker. Empty for an :class:`App`, which is its own runner.
+    runner: ClassVar[str] = ""
 
     def parse_params(self, raw: Mapping[str, str]) -> dict[str, Any]:
         """Validate ``-p key=value`` strings into typed params; raise InputError naming the key."""
@@ -71,13 +84,25 @@ class App(abc.ABC):
         """Turn a job's input into tasks with relative costs (default: one task per prompt)."""
         return [TaskSpec(p, 1.0) for p in prompts]
 
+
+class App(AppSpec, abc.ABC):
+    """An app written as one class, spec and runner together (the interface before the
+    split, still supported): the web and the CLI use it as its :class:`AppSpec`, the worker
+    uses the same instance as its runner. The runner methods below follow the contract of
+    :class:`nova_queue.workers.apps.AppRunner`. New apps subclass ``AppSpec`` and
+    ``AppRunner`` instead, so that the web and the CLI never import what the runner needs.
+    """
+
+    #: True if run_batch itself honours ``AppContext.slowdown``; otherwise the worker
+    #: simulates slower hardware by waiting (slowdown - 1) x the measured run time.
+    handles_slowdown: ClassVar[bool] = False
+
     @abc.abstractmethod
     def setup(self, ctx: AppContext) -> None:
         """Prepare for work on ``ctx``'s backend (called once per worker process)."""
 
     def prepare(self, params: Mapping[str, Any]) -> bool:
-        """Load what ``params`` need (e.g. a model); return True if something was (re)loaded,
-        so the worker counts the next run as a cold one."""
+        """Load what ``params`` need; True if something was (re)loaded."""
         return False
 
     def batch_size(self, params: Mapping[str, Any]) -> int:
@@ -86,12 +111,7 @@ class App(abc.ABC):
 
     @abc.abstractmethod
     def run_batch(self, tasks: Sequence[TaskInput]) -> list[TaskOutput | BaseException]:
-        """Run tasks that share one job's params; one output per task, in order.
-
-        Raising fails every task of the batch. An app that can tell which task failed
-        (e.g. one that still runs out of memory after the batch was split) returns that
-        task's exception in its place: it is classified and reported, the others commit.
-        """
+        """Run tasks that share one job's params; one output (or exception) per task."""
 
     @abc.abstractmethod
     def benchmark_task(self) -> tuple[str, dict[str, Any]]:

@@ -1,4 +1,9 @@
-"""Finds apps: built-ins, then the ``nova_queue.apps`` entry-point group."""
+"""Finds apps by name: built-ins, then the ``nova_queue.apps`` entry-point group.
+
+An entry point names an :class:`~nova_queue.apps.base.AppSpec` subclass (its ``runner``
+says where the worker finds the other half) or an :class:`~nova_queue.apps.base.App`
+subclass (spec and runner in one class). Loading a spec never imports its runner.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,15 @@ import importlib
 import logging
 from importlib.metadata import entry_points
 
-from nova_queue.apps.base import App
+from nova_queue.apps.base import AppSpec
 from nova_queue.errors import AppError
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "nova_queue.apps"
 BUILTIN = {
-    "synthetic": "nova_queue.apps.synthetic:SyntheticApp",
-    "txt2img": "nova_queue.apps.txt2img:Txt2ImgApp",
+    "synthetic": "nova_queue.apps.synthetic:SyntheticSpec",
+    "txt2img": "nova_queue.apps.txt2img:Txt2ImgSpec",
 }
 
 
@@ -30,16 +35,22 @@ def available_apps() -> list[str]:
     return sorted(_targets())
 
 
-def load_app(name: str) -> App:
-    """A fresh instance of the app registered as ``name``."""
+def import_target(target: str, what: str) -> object:
+    """The object ``"module:attr"`` names; AppError (saying it is ``what``) if it cannot be
+    imported."""
+    module_name, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise AppError(f"{what} could not be loaded from {target}: {exc}") from exc
+
+
+def load_app(name: str) -> AppSpec:
+    """A fresh instance of the app spec registered as ``name`` (an ``App`` is a spec too)."""
     target = _targets().get(name)
     if target is None:
         raise AppError(f"unknown app {name!r}; available: {', '.join(available_apps())}")
-    module_name, _, attr = target.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise AppError(f"app {name!r} could not be loaded from {target}: {exc}") from exc
-    if not (isinstance(cls, type) and issubclass(cls, App)):
-        raise AppError(f"app {name!r} ({target}) is not an nova_queue.apps.App subclass")
+    cls = import_target(target, f"app {name!r}")
+    if not (isinstance(cls, type) and issubclass(cls, AppSpec)):
+        raise AppError(f"app {name!r} ({target}) is not a nova_queue.apps.AppSpec subclass")
     return cls()

@@ -25,7 +25,7 @@ def make_model(out_dir: Path, full_size: bool, seed: int) -> None:
     measurements where weights cannot be downloaded.
     """
     try:
-        from nova_queue.apps.txt2img_model import make_model as build
+        from nova_queue.workers.apps.txt2img_model import make_model as build
     except ImportError as exc:  # pragma: no cover - the txt2img extra is missing
         fail(f"{exc}; install it with: pip install 'nova-queue[txt2img]'")
     if out_dir.exists() and any(out_dir.iterdir()):

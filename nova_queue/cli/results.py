@@ -21,6 +21,7 @@ from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.text import visible
 from nova_queue.errors import InputError, ObjectNotFoundError, StoreError
 from nova_queue.models import JobStatus, TaskInfo
+from nova_queue.post.names import ArtifactKeys
 from nova_queue.stores import ResultStore, result_key
 
 #: A result's file extension: what the local file name is built from.
@@ -106,8 +107,6 @@ def own_result_ext(task: TaskInfo) -> str | None:
 
 def download(store: ResultStore, st: JobStatus, out: Path) -> Download:
     """Write ``st``'s committed results and known artifacts into ``out``."""
-    from nova_queue.post_artifacts import ArtifactKeys  # Pillow: only when downloading
-
     out.mkdir(parents=True, exist_ok=True)
     got = Download()
     for t in st.tasks:

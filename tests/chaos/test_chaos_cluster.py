@@ -130,12 +130,13 @@ def test_job_end_to_end_on_a_redis_cluster(cluster, namespace, tmp_path, record)
 @pytest.mark.xfail(strict=True, raises=redis.exceptions.RedisClusterException, reason=(
     "LIMITATION: post-processing (nova_queue.post) runs on RQ, and RQ does not support Redis "
     "Cluster: its keys (rq:queue:*, rq:job:*, ...) hash to different slots, so its enqueue "
-    "script fails with 'EVALSHA - all keys must map to the same key slot'. Workers log it "
-    "and the post-worker's sweep fails the same way: no artifacts on a cluster. Fix: give "
-    "post-processing its own non-cluster Redis (e.g. a NOVA_POST_REDIS_URL), or replace RQ "
-    "by a consumer of the namespace's finished outbox."))
+    "script fails with 'EVALSHA - all keys must map to the same key slot'. The post-worker "
+    "(the only RQ producer; workers never touch RQ) logs it on every dispatch and sweep: no "
+    "artifacts on a cluster. Fix: give RQ its own non-cluster Redis (e.g. a "
+    "NOVA_POST_REDIS_URL), or let the post-worker, which already follows the event stream "
+    "and the finished outbox, build the artifacts itself instead of through RQ."))
 def test_post_processing_dispatch_on_a_redis_cluster(cluster, namespace):
-    from nova_queue.post import dispatch
+    from nova_queue.post.queue import dispatch
 
     nova = chaos_client(cluster.url(), namespace)
     try:

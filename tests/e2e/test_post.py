@@ -28,22 +28,10 @@ from rq.job import Job
 
 from nova_queue import NovaClient, Settings, TaskSpec
 from nova_queue.local import wait_for
-from nova_queue.post import (
-    build_job,
-    build_job_id,
-    dispatch,
-    dispatch_finished,
-    queue_name,
-    register_context,
-    webhook_job_id,
-)
-from nova_queue.post_artifacts import (
-    MAX_SHEET_PX,
-    MAX_TILES,
-    ArtifactKeys,
-    build_artifacts,
-    sheet_layout,
-)
+from nova_queue.post import ArtifactKeys
+from nova_queue.post.artifacts import MAX_SHEET_PX, MAX_TILES, build_artifacts, sheet_layout
+from nova_queue.post.jobs import WEBHOOK_FUNC, build_job, register_context
+from nova_queue.post.queue import build_job_id, dispatch, queue_name, webhook_job_id
 from nova_queue.stores import open_store
 
 pytestmark = pytest.mark.slow
@@ -158,6 +146,10 @@ def test_artifacts_end_to_end(client, env, store_url, tmp_path):
     env = {**env, **aws, "NOVA_STORE_URL": store_url}
     job = run_job(client, env, prompts=PROMPTS[:2] + PROMPTS[3:])
     assert in_outbox(client, job)
+    # workers never touch RQ: the post-worker is its only producer
+    rq_conn = redis.Redis.from_url(env["NOVA_REDIS_URL"])
+    assert not Job.exists(build_job_id(client.settings.namespace, job), connection=rq_conn)
+    rq_conn.close()
     out = post_burst(env)
     assert "built artifacts of job" in out.stderr + out.stdout
     assert not in_outbox(client, job)
@@ -208,12 +200,11 @@ def test_artifacts_end_to_end(client, env, store_url, tmp_path):
 
 
 def test_poison_task_job_still_gets_artifacts(client, env, tmp_path):
-    # the poison task runs last, so the fail path finishes the job (no worker hook there)
+    # the poison task runs last, so the fail path finishes the job
     prompts = [p for p in PROMPTS if "poison" not in p] + ["poison pill here"]
     job = run_job(client, env, prompts=prompts, crash_on="poison")
     st = client.job(job)
-    assert (st.done, st.failed) == (4, 1)
-    assert dispatch_finished(client, job) is True  # what the worker hook calls
+    assert (st.done, st.failed) == (4, 1) and in_outbox(client, job)
     post_burst(env)
     store = open_store(env["NOVA_STORE_URL"])
     keys = ArtifactKeys.for_job(job)
@@ -252,8 +243,8 @@ def test_duplicate_dispatch_is_harmless(client, env, webhook, rq_conn, namespace
     env = {**env, "NOVA_WEBHOOK_URL": hook.url}
     job = run_job(client, env, prompts=PROMPTS[:2])
     queue = Queue(queue_name(namespace), connection=rq_conn)
-    dispatch(client, job)  # queued now, or already by the committing worker's hook
-    assert dispatch(client, job) is False and dispatch_finished(client, job) is False
+    assert dispatch(client, job) is True  # workers never dispatch: this queues it
+    assert dispatch(client, job) is False
     assert queue.job_ids == [build_job_id(namespace, job)]
     post_burst(env)
     assert not in_outbox(client, job) and len(hook.received) == 1
@@ -275,33 +266,64 @@ def test_duplicate_dispatch_is_harmless(client, env, webhook, rq_conn, namespace
     assert len(hook.received) == 1
 
 
-def test_post_worker_sweeps_and_stops_on_sigterm(client, env, tmp_path):
-    log_path = tmp_path / "post.log"
+def start_post_worker(env: dict[str, str], log_path: Path, *args: str) -> subprocess.Popen:
+    """``nova-queue post-worker ARGS`` in the background, once RQ's worker listens."""
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "nova_queue", "post-worker", "--sweep-interval-s", "0.2"],
-            env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_for(lambda: b"Listening on" in log_path.read_bytes(), timeout_s=30,
-                     message="the post-worker to listen")
-            # the last task fails, so the fail path finishes the job: no worker hook runs
-            # and only the sweep can find it
-            job = run_job(client, env, prompts=PROMPTS[:3], crash_on="poison")
-            store = open_store(env["NOVA_STORE_URL"])
-            wait_for(lambda: store.exists(ArtifactKeys.for_job(job).zip), timeout_s=30,
-                     message="the artifacts")
-            wait_for(lambda: not in_outbox(client, job), timeout_s=10, message="outbox cleared")
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(20) == 0, log_path.read_text()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+        proc = subprocess.Popen([sys.executable, "-m", "nova_queue", "post-worker", *args],
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
+    wait_for(lambda: b"Listening on" in log_path.read_bytes() or proc.poll() is not None,
+             timeout_s=30, message="the post-worker to listen")
+    assert proc.poll() is None, log_path.read_text()
+    return proc
 
 
-def test_dispatch_finished_never_raises(namespace):
-    dead = NovaClient.from_url("redis://127.0.0.1:1/0", namespace=namespace)
-    assert dispatch_finished(dead, "some-job") is False
+def stop_post_worker(proc: subprocess.Popen, log_path: Path) -> None:
+    """SIGTERM; the exit code must be 0 (a kill only if the test already failed)."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0, log_path.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_post_worker_builds_as_jobs_finish_and_stops_on_sigterm(client, env, tmp_path):
+    """Jobs are dispatched at their job_finished event: with sweeps an hour apart, only the
+    event stream can have told the post-worker about jobs finished after it started."""
+    log_path = tmp_path / "post.log"
+    proc = start_post_worker(env, log_path, "--sweep-interval-s", "3600")
+    try:
+        store = open_store(env["NOVA_STORE_URL"])
+        # the second job's last task fails: the fail path finishes it
+        for prompts in (PROMPTS[:2], PROMPTS[:3]):
+            job = run_job(client, env, prompts=prompts, crash_on="poison")
+            wait_for(lambda j=job: store.exists(ArtifactKeys.for_job(j).zip) and
+                     not in_outbox(client, j), timeout_s=30, message="the artifacts")
+    finally:
+        stop_post_worker(proc, log_path)
+    assert log_path.read_text().count("queued post-processing of job") == 2
+
+
+def test_post_worker_sweep_finds_what_no_event_announced(client, env, tmp_path):
+    """The outbox is the source of truth: a job finished before the post-worker started, and
+    an outbox entry written without an event, are found by the sweeps."""
+    store = open_store(env["NOVA_STORE_URL"])
+    job = run_job(client, env, prompts=PROMPTS[:2])
+    log_path = tmp_path / "post.log"
+    proc = start_post_worker(env, log_path, "--sweep-interval-s", "0.2")
+    try:
+        keys = ArtifactKeys.for_job(job)
+        wait_for(lambda: store.exists(keys.zip) and not in_outbox(client, job), timeout_s=30,
+                 message="the artifacts of the job finished before the start")
+        for key in keys.to_json().values():
+            store.delete(key)
+        # as after a crash between building and clearing the outbox: no job_finished event
+        client.redis.zadd(client.keys.finished(), {job: client.job(job).finished_ms})
+        wait_for(lambda: store.exists(keys.zip) and not in_outbox(client, job), timeout_s=30,
+                 message="the periodic sweep to rebuild the artifacts")
+    finally:
+        stop_post_worker(proc, log_path)
 
 
 # ---- bounded contact sheets --------------------------------------------------------------
@@ -339,10 +361,21 @@ def test_burst_exits_1_when_a_post_job_fails_for_good(client, env, rq_conn, name
     post_burst(env)  # builds the artifacts: exit 0
     # a webhook job without retries, aimed at a closed port: it fails at once
     Queue(queue_name(namespace), connection=rq_conn).enqueue_call(
-        "nova_queue.post.webhook_job", args=(namespace, job, 0))
+        WEBHOOK_FUNC, args=(namespace, job, 0))
     proc = subprocess.run(
         [sys.executable, "-m", "nova_queue", "post-worker", "--burst"], check=False,
         env={**env, "NOVA_WEBHOOK_URL": "http://127.0.0.1:1/hook"}, capture_output=True,
         text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert "failed for good" in proc.stderr and "unreachable" in proc.stderr + proc.stdout
+
+
+def test_rq_jobs_queued_under_the_old_function_names_still_resolve():
+    """RQ jobs queued before post-processing became a package name nova_queue.post.build_job
+    and nova_queue.post.webhook_job; an upgraded post-worker must still run them."""
+    from rq.utils import import_attribute
+
+    from nova_queue.post import jobs
+
+    assert import_attribute("nova_queue.post.build_job") is jobs.build_job
+    assert import_attribute("nova_queue.post.webhook_job") is jobs.webhook_job

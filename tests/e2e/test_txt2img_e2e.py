@@ -12,13 +12,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-from novatests.procs import WorkerProc  # noqa: E402
-from PIL import Image  # noqa: E402
+from novatests.procs import WorkerProc
+from PIL import Image
 
-from nova_queue import NovaClient  # noqa: E402
-from nova_queue.apps.registry import load_app  # noqa: E402
-from nova_queue.settings import Settings  # noqa: E402
-from nova_queue.stores import open_store  # noqa: E402
+from nova_queue import NovaClient
+from nova_queue.apps.registry import load_app
+from nova_queue.settings import Settings
+from nova_queue.stores import open_store
 
 pytestmark = [pytest.mark.txt2img, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ PROMPTS = ["a red fox in snow", "日本の庭園", "<b>bold</b> & \"quoted\"", "
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from nova_queue.apps.txt2img_model import make_model
+    from nova_queue.workers.apps.txt2img_model import make_model
 
     return make_model(tmp_path_factory.mktemp("model") / "tiny")
 
@@ -96,7 +96,7 @@ def test_oom_inside_the_pipeline_is_classified_and_requeued(redis_url, namespace
                                             app_options={"model": str(tiny_model)}))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     worker.setup()
-    txt2img = worker.apps["txt2img"]
+    txt2img = worker.apps["txt2img"].runner
     real_call = txt2img.pipe.__call__
 
     class FaultyPipe:  # the fault is injected at the pipeline boundary only

@@ -37,23 +37,49 @@ def test_core_imports_stay_light():
         f"print(json.dumps([f for f in {FORBIDDEN!r} if f in sys.modules]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
 
 
-def test_web_never_imports_the_worker_runtime():
+def loaded_after(code: str, watched: list[str]) -> list[str]:
+    """Which of ``watched`` are in ``sys.modules`` after ``code`` ran in a fresh interpreter."""
+    script = (f"{code}\nimport json, sys\n"
+              f"print(json.dumps([m for m in {watched!r} if m in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_web_imports_neither_rq_pillow_torch_nor_the_worker_runtime():
     code = (
-        "import importlib, pkgutil, sys, json\n"
+        "import importlib, pkgutil\n"
         "import nova_queue.web as w\n"
         "for i in pkgutil.walk_packages(w.__path__, 'nova_queue.web.'):\n"
         "    importlib.import_module(i.name)\n"
-        "print(json.dumps([m for m in sys.modules if m.startswith('nova_queue.workers')]))\n"
+        "from nova_queue.web import create_app\n"
+        "create_app({'TESTING': True})\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == []
+    watched = ["rq", "PIL", "torch", "diffusers", "nova_queue.workers"]
+    assert loaded_after(code, watched) == []
+
+
+def test_worker_runtime_imports_neither_rq_nor_pillow():
+    """The worker never touches RQ (the post-worker is its only producer); Pillow and torch
+    come with the app runners that need them, when the worker loads them."""
+    watched = ["rq", "PIL", "torch", "diffusers", "nova_queue.post.queue",
+               "nova_queue.workers.apps.synthetic"]
+    assert loaded_after("import nova_queue.workers.runtime", watched) == []
+
+
+def test_specs_cli_and_artifact_names_import_neither_rq_nor_pillow():
+    """The web and the CLI use app specs and artifact names without RQ or Pillow."""
+    code = ("import nova_queue.cli, nova_queue.post\n"
+            "from nova_queue.apps import available_apps, load_app\n"
+            "for name in available_apps():\n"
+            "    load_app(name).parse_params({})\n")
+    assert loaded_after(code, ["rq", "PIL", "torch", "nova_queue.workers"]) == []
 
 
 @pytest.mark.parametrize("name", ["web", "workers"])

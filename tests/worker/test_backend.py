@@ -8,6 +8,8 @@ import sys
 import time
 
 import pytest
+
+from nova_queue.errors import BackendError
 from nova_queue.workers import backend
 from nova_queue.workers.backend import (
     BackendInfo,
@@ -16,8 +18,6 @@ from nova_queue.workers.backend import (
     device_score_gflops,
 )
 from nova_queue.workers.node import load_or_create_node
-
-from nova_queue.errors import BackendError
 
 torch = pytest.importorskip("torch")
 

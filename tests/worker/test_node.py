@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from nova_queue.workers.node import current_host_id, load_or_create_node, new_worker_id
 
 from nova_queue.errors import ConfigError
+from nova_queue.workers.node import current_host_id, load_or_create_node, new_worker_id
 
 
 def test_created_then_reused(tmp_path):

@@ -13,36 +13,41 @@ import pytest
 from PIL import Image
 
 from nova_queue.apps import AppContext, TaskInput, load_app
-from nova_queue.apps.synthetic import PoisonTaskError, SyntheticApp
+from nova_queue.apps.synthetic import SyntheticSpec
 from nova_queue.errors import AppError, ConfigError, InputError
+from nova_queue.workers.apps import load_worker_app
+from nova_queue.workers.apps.synthetic import PoisonTaskError, SyntheticRunner
 
 
-def make_app(slowdown: float = 1.0, worker: str = "worker-one") -> SyntheticApp:
-    app = SyntheticApp()
+def make_app(slowdown: float = 1.0, worker: str = "worker-one") -> SyntheticRunner:
+    app = SyntheticRunner(SyntheticSpec())
     app.setup(AppContext(backend="cpu", device="cpu", device_name="test cpu",
                          worker_id="abcd1234-0001", worker_name=worker, slowdown=slowdown))
     return app
 
 
-def task(app: SyntheticApp, prompt: str, index: int = 0, **raw: str) -> TaskInput:
-    params = app.parse_params(raw)
+def task(app: SyntheticRunner, prompt: str, index: int = 0, **raw: str) -> TaskInput:
+    params = app.spec.parse_params(raw)
     return TaskInput(task_id=f"job1:{index}", job_id="job1", index=index, input=prompt,
-                     cost=app.make_tasks([prompt], params)[0].cost, params=params, attempt=2,
-                     lease_gen=3, attempt_id="att-1")
+                     cost=app.spec.make_tasks([prompt], params)[0].cost, params=params,
+                     attempt=2, lease_gen=3, attempt_id="att-1")
 
 
-def run(app: SyntheticApp, prompt: str, **raw: str):
+def run(app: SyntheticRunner, prompt: str, **raw: str):
     [out] = app.run_batch([task(app, prompt, **raw)])
     return out
 
 
 def test_registered_as_builtin():
-    app = load_app("synthetic")
-    assert isinstance(app, SyntheticApp) and app.name == "synthetic" and app.description
+    spec = load_app("synthetic")
+    assert isinstance(spec, SyntheticSpec) and spec.name == "synthetic" and spec.description
+    app = load_worker_app("synthetic")
+    assert isinstance(app.runner, SyntheticRunner) and app.runner.spec is app.spec
+    assert app.name == app.runner.name == "synthetic"
 
 
 def test_params_defaults_and_parsing():
-    app = SyntheticApp()
+    app = SyntheticSpec()
     assert app.parse_params({}) == {"seconds": 0.2, "size": 256, "crash_on": "", "oom_on": "",
                                     "jitter": 0.0, "jitter_seed": 0}
     parsed = app.parse_params({"seconds": "1.5", "size": "128", "crash_on": "boom"})
@@ -61,17 +66,17 @@ def test_params_defaults_and_parsing():
 ])
 def test_bad_params_name_the_key(raw, key):
     with pytest.raises(InputError, match=repr(key)):
-        SyntheticApp().parse_params(raw)
+        SyntheticSpec().parse_params(raw)
 
 
 def test_cost_is_reference_seconds():
-    app = SyntheticApp()
+    app = SyntheticSpec()
     specs = app.make_tasks(["a", "b"], app.parse_params({"seconds": "2.5"}))
     assert [(s.input, s.cost) for s in specs] == [("a", 2.5), ("b", 2.5)]
     assert app.make_tasks(["z"], app.parse_params({"seconds": "0"}))[0].cost == 0.001
-    prompt, params = app.benchmark_task()
+    prompt, params = make_app().benchmark_task()
     assert app.make_tasks([prompt], params)[0].cost == pytest.approx(0.05)
-    assert app.batch_size(params) == 1
+    assert make_app().batch_size(params) == 1
 
 
 def test_png_card_with_metadata():
@@ -157,7 +162,7 @@ def test_any_text_renders(prompt):
 
 
 def test_run_before_setup_and_bad_slowdown():
-    app = SyntheticApp()
+    app = SyntheticRunner(SyntheticSpec())
     with pytest.raises(AppError, match="setup"):
         app.run_batch([task(app, "x")])
     for bad in (0.0, -1.0, float("nan")):
@@ -165,19 +170,21 @@ def test_run_before_setup_and_bad_slowdown():
             make_app(slowdown=bad)
 
 
-def test_importing_the_app_does_not_import_torch():
-    code = ("import sys; import nova_queue.apps.synthetic; from nova_queue.apps import load_app; "
-            "load_app('synthetic'); print('torch' in sys.modules)")
+def test_the_spec_imports_neither_torch_nor_pillow_and_the_runner_no_torch():
+    code = ("import sys; from nova_queue.apps import load_app; load_app('synthetic'); "
+            "print('torch' in sys.modules, 'PIL' in sys.modules); "
+            "from nova_queue.workers.apps import load_worker_app; load_worker_app('synthetic'); "
+            "print('torch' in sys.modules, 'PIL' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    assert proc.stdout.split() == ["False", "False", "False", "True"]
 
 
 def test_jitter_is_seeded_bounded_and_invisible_to_the_cost():
     from nova_queue.apps.synthetic import jittered_seconds
 
-    app = SyntheticApp()
+    app = SyntheticSpec()
     params = app.parse_params({"seconds": "0.1", "jitter": "0.2", "jitter_seed": "7"})
     durations = [jittered_seconds(0.1, 0.2, 7, i) for i in range(50)]
     assert durations == [jittered_seconds(0.1, 0.2, 7, i) for i in range(50)]

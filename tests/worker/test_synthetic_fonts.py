@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageFont
 
-from nova_queue.apps import synthetic
+from nova_queue.workers.apps import card as cards
 
 JAPANESE = "富士山と桜、浮世絵風"  # from the bundled demo prompts
 META = {"backend": "cpu", "worker": "w", "job": "j", "index": "0", "attempt": "1"}
@@ -23,7 +23,7 @@ needs_cjk = pytest.mark.skipif(not Path(NOTO_CJK).exists(),
 
 
 def card(prompt: str) -> Image.Image:
-    return Image.open(io.BytesIO(synthetic.render_card(prompt, META, SIZE))).convert("RGB")
+    return Image.open(io.BytesIO(cards.render_card(prompt, META, SIZE))).convert("RGB")
 
 
 def prompt_area(img: Image.Image) -> Image.Image:
@@ -44,8 +44,8 @@ def glyph(font, ch: str) -> bytes:
 
 @needs_cjk
 def test_japanese_prompt_is_drawn_with_real_glyphs():
-    assert synthetic.font_file_for(JAPANESE) == NOTO_CJK
-    assert all(synthetic.has_glyph(NOTO_CJK, c) for c in JAPANESE)
+    assert cards.font_file_for(JAPANESE) == NOTO_CJK
+    assert all(cards.has_glyph(NOTO_CJK, c) for c in JAPANESE)
     font = ImageFont.truetype(NOTO_CJK, 24)
     box = glyph(font, "\uffff")  # what a missing glyph looks like in this font
     assert all(glyph(font, c) != box for c in JAPANESE)
@@ -63,18 +63,18 @@ def test_japanese_prompt_is_drawn_with_real_glyphs():
 @pytest.mark.skipif(not Path(DEJAVU).exists(), reason="needs fonts-dejavu-core")
 def test_latin_cyrillic_and_arabic_use_dejavu():
     for text in ("un café parisien", "Москва зимой", "مرحبا"):
-        assert synthetic.font_file_for(text) == DEJAVU, text
+        assert cards.font_file_for(text) == DEJAVU, text
 
 
 def test_without_system_fonts_cards_use_pillows_default(monkeypatch, tmp_path):
     not_a_font = tmp_path / "broken.ttf"
     not_a_font.write_bytes(b"not a font")
-    monkeypatch.setattr(synthetic, "FONT_FILES", (str(tmp_path / "missing.ttf"),
-                                                  str(not_a_font)))
-    assert synthetic.installed_fonts() == ()
-    assert synthetic.font_file_for(JAPANESE) is None
-    font = synthetic._font(12, "a lighthouse at dusk")
-    assert font is synthetic._default_font(12)
+    monkeypatch.setattr(cards, "FONT_FILES", (str(tmp_path / "missing.ttf"),
+                                              str(not_a_font)))
+    assert cards.installed_fonts() == ()
+    assert cards.font_file_for(JAPANESE) is None
+    font = cards._font(12, "a lighthouse at dusk")
+    assert font is cards._default_font(12)
     img = card("a lighthouse at dusk")
     assert img.size == (SIZE, SIZE) and ink(prompt_area(img)) > 50
     assert card(JAPANESE).size == (SIZE, SIZE)  # drawn as boxes, but drawn
@@ -84,6 +84,6 @@ def test_prefers_the_font_missing_fewest_glyphs(tmp_path):
     if not (Path(DEJAVU).exists() and Path(NOTO_CJK).exists()):
         pytest.skip("needs both DejaVu and Noto Sans CJK")
     mixed = "Москва 東京 Москва"  # DejaVu lacks 2 characters, Noto CJK has them all
-    assert synthetic.font_file_for(mixed, [DEJAVU, NOTO_CJK]) == NOTO_CJK
+    assert cards.font_file_for(mixed, [DEJAVU, NOTO_CJK]) == NOTO_CJK
     arabic_and_kanji = "مرحبا مرحبا 東"  # neither has everything; DejaVu misses fewer
-    assert synthetic.font_file_for(arabic_and_kanji, [NOTO_CJK, DEJAVU]) == DEJAVU
+    assert cards.font_file_for(arabic_and_kanji, [NOTO_CJK, DEJAVU]) == DEJAVU

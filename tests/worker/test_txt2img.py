@@ -21,8 +21,15 @@ import numpy as np
 from PIL import Image
 
 from nova_queue.apps import AppContext, TaskInput, load_app
-from nova_queue.apps.txt2img import BENCHMARK_PROMPT, Txt2ImgApp, fp16_self_check
-from nova_queue.apps.txt2img_model import (
+from nova_queue.apps.txt2img import Txt2ImgSpec
+from nova_queue.apps.txt2img_params import (
+    parse_params,
+    task_seed,
+)
+from nova_queue.errors import AppError, ModelNotFoundError
+from nova_queue.workers.apps import load_worker_app
+from nova_queue.workers.apps.txt2img import BENCHMARK_PROMPT, Txt2ImgRunner
+from nova_queue.workers.apps.txt2img_model import (
     MARKER_FILE,
     RANDOM_NOTE,
     make_model,
@@ -31,14 +38,8 @@ from nova_queue.apps.txt2img_model import (
     unet_config,
     vae_config,
 )
-from nova_queue.apps.txt2img_params import (
-    KNOWN_PARAMS,
-    default_batch_size,
-    parse_params,
-    task_seed,
-)
-from nova_queue.apps.txt2img_source import is_hub_id, model_roots
-from nova_queue.errors import AppError, InputError, ModelNotFoundError
+from nova_queue.workers.apps.txt2img_source import is_hub_id, model_roots
+from nova_queue.workers.apps.txt2img_torch import fp16_self_check
 
 pytestmark = [pytest.mark.txt2img, pytest.mark.timeout(120)]
 
@@ -49,6 +50,13 @@ CPU = AppContext(backend="cpu", device="cpu", device_name="test CPU", worker_id=
 def cpu(model_dir: Path) -> AppContext:
     """The CPU context of a worker started with ``-o model=<model_dir>`` (an allowed root)."""
     return dataclasses.replace(CPU, options={"model": str(model_dir)})
+
+
+def runner() -> Txt2ImgRunner:
+    """A fresh txt2img runner, as a worker makes it."""
+    return Txt2ImgRunner(Txt2ImgSpec())
+
+
 GIB = 2**30
 
 
@@ -59,7 +67,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def app(model_dir: Path):
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(cpu(model_dir))
     yield app
     app.teardown()
@@ -80,7 +88,7 @@ def pixels(data: bytes) -> torch.Tensor:
 
 
 @pytest.fixture
-def pipeline_calls(app: Txt2ImgApp, model_dir: Path, monkeypatch: pytest.MonkeyPatch):
+def pipeline_calls(app: Txt2ImgRunner, model_dir: Path, monkeypatch: pytest.MonkeyPatch):
     """Batch sizes the loaded pipeline's ``__call__`` saw; ``fail_above`` injects an OOM."""
     app.prepare(job_params(model_dir))
     cls = type(app.pipe)
@@ -98,93 +106,25 @@ def pipeline_calls(app: Txt2ImgApp, model_dir: Path, monkeypatch: pytest.MonkeyP
     return calls, state
 
 
-# -- imports and params --------------------------------------------------------------------
+# -- imports and the runner's params ----------------------------------------------------------------
 
 def test_importing_the_app_does_not_import_torch_or_diffusers():
-    code = ("import sys, nova_queue.apps.txt2img, nova_queue.apps.txt2img_model; "
+    code = ("import sys, nova_queue.apps.txt2img, nova_queue.workers.apps.txt2img, "
+            "nova_queue.workers.apps.txt2img_model; "
             "print(sorted(m for m in ('torch', 'diffusers', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True)
     assert out.stdout.strip() == "[]"
 
 
-def test_registry_loads_the_app():
-    assert isinstance(load_app("txt2img"), Txt2ImgApp)
-
-
-def test_defaults_and_idempotent_parsing():
-    params = parse_params({})
-    assert params == {"model": "stabilityai/sd-turbo", "width": 512, "height": 512, "steps": 1,
-                      "guidance": 0.0, "seed": 0, "batch": None, "compile": False,
-                      "attention_slicing": "auto"}
-    raw = {"width": "1024", "height": " 768", "steps": "4", "guidance": "1.5", "seed": "7",
-           "batch": "3", "compile": "yes", "attention_slicing": "off", "model": "./m"}
-    parsed = parse_params(raw)
-    assert parsed["width"] == 1024 and parsed["height"] == 768 and parsed["batch"] == 3
-    assert parsed["compile"] is True and parsed["attention_slicing"] is False
-    assert parse_params(json.loads(json.dumps(parsed))) == parsed
-
-
-@pytest.mark.parametrize("key,value,expect", [
-    ("width", "500", "multiple of 8, got 500"),
-    ("width", "32", "64..2048"),
-    ("height", "4096", "64..2048"),
-    ("height", "big", "must be an integer"),
-    ("steps", "0", "1..100"),
-    ("steps", "101", "1..100"),
-    ("steps", "1.5", "must be an integer"),
-    ("guidance", "-1", "0..50"),
-    ("guidance", "nan", "0..50"),
-    ("guidance", "x", "must be a number"),
-    ("seed", "-1", "0.."),
-    ("batch", "0", "1..64"),
-    ("batch", "65", "1..64"),
-    ("compile", "maybe", "true/false"),
-    ("attention_slicing", "sometimes", "true/false/auto"),
-    ("model", " ", "hub id or a folder"),
-])
-def test_bad_values_name_the_param(key: str, value: str, expect: str):
-    with pytest.raises(InputError) as err:
-        parse_params({key: value})
-    assert str(err.value).startswith(f"param {key}: ") and expect in str(err.value)
-
-
-def test_unknown_params_list_the_known_ones():
-    with pytest.raises(InputError) as err:
-        parse_params({"widht": "64", "cfg": "2"})
-    assert "cfg, widht" in str(err.value)
-    assert all(name in str(err.value) for name in KNOWN_PARAMS)
-
-
-def test_cost_scales_with_pixels_and_steps():
-    app = Txt2ImgApp()
-    specs = app.make_tasks(["a", "b", "c"], parse_params({}))
-    assert [s.input for s in specs] == ["a", "b", "c"] and {s.cost for s in specs} == {1.0}
-    assert app.make_tasks(["a"], parse_params({"width": "1024", "steps": "4"}))[0].cost == 8.0
-    assert app.make_tasks(["a"], parse_params({"width": "64", "height": "64"}))[0].cost == 1 / 64
-
-
-def test_task_seed_formula_is_stable():
-    assert [task_seed(0, i) for i in range(3)] == [0, 1, 2]
-    assert task_seed(1, 2) == 1_000_005
-    assert task_seed(2**63 - 1, 5) == ((2**63 - 1) * 1_000_003 + 5) % 2**63
-
-
-@pytest.mark.parametrize("backend,free_gib,total_gib,size,expected", [
-    ("cuda", 40, 80, 512, 8), ("cuda", 40, 80, 256, 32), ("cuda", 40, 80, 64, 64),
-    ("rocm", 14, 16, 512, 4), ("cuda", 9, 12, 512, 2), ("cuda", 4, 6, 512, 1),
-    ("cuda", 40, 80, 1024, 2), ("cuda", None, None, 512, 1),
-    ("mps", None, 32, 512, 2), ("mps", None, 8, 512, 1), ("mps", None, 32, 64, 2),
-    ("cpu", 8, 16, 512, 1), ("cpu", 8, 16, 64, 4), ("cpu", 8, 16, 1024, 1),
-])
-def test_batch_size_heuristic(backend, free_gib, total_gib, size, expected):
-    gib = (lambda v: None if v is None else int(v * GIB))
-    assert default_batch_size(backend, size, size, memory_free=gib(free_gib),
-                              memory_total=gib(total_gib)) == expected
+def test_registry_loads_the_spec_and_the_worker_its_runner():
+    assert isinstance(load_app("txt2img"), Txt2ImgSpec)
+    app = load_worker_app("txt2img")
+    assert isinstance(app.runner, Txt2ImgRunner) and app.runner.spec is app.spec
 
 
 def test_batch_param_overrides_and_fp32_halves_gpu_batches():
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(AppContext("cuda", "cuda:0", "GPU", "w", "w", memory_total=80 * GIB,
                          memory_free=70 * GIB, options={"dtype": "float32"}))
     assert app.batch_size(parse_params({})) == 4
@@ -208,7 +148,7 @@ def test_random_model_folder(model_dir: Path):
     assert (model_dir / "README.txt").is_file() and (model_dir / "tokenizer/merges.txt").is_file()
 
 
-def test_tokenizer_takes_any_prompt(app: Txt2ImgApp, model_dir: Path):
+def test_tokenizer_takes_any_prompt(app: Txt2ImgRunner, model_dir: Path):
     app.prepare(job_params(model_dir))
     tok = app.pipe.tokenizer
     vocab, _ = tokenizer_files()
@@ -256,7 +196,7 @@ def test_full_size_configs_match_sd_turbo():
 # -- loading ---------------------------------------------------------------------------------
 
 def test_prepare_loads_once(model_dir: Path):
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(cpu(model_dir))
     assert app.prepare(job_params(model_dir)) is True
     assert app.last_load_s is not None and app.last_load_s > 0
@@ -272,7 +212,7 @@ def test_prepare_loads_once(model_dir: Path):
 
 
 def test_compile_param_wraps_the_unet(model_dir: Path):
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(cpu(model_dir))
     app.prepare(job_params(model_dir))
     assert app.prepare(job_params(model_dir, compile="true")) is True
@@ -295,7 +235,7 @@ def test_a_job_cannot_probe_the_workers_filesystem(model_dir: Path, tmp_path: Pa
     outside = tmp_path / "outside"
     shutil.copytree(model_dir, outside)  # a real pipeline, but not under a root
     (model_dir / "escape").symlink_to(outside, target_is_directory=True)
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(cpu(model_dir))
     probes = ["/etc", "/etc/passwd", "/no/such/path", str(tmp_path), str(outside),
               str(model_dir / "unet"), str(model_dir / "missing"), str(model_dir / ".." / "outside"),
@@ -313,7 +253,7 @@ def test_a_job_cannot_probe_the_workers_filesystem(model_dir: Path, tmp_path: Pa
 def test_model_roots_let_jobs_name_folders_under_them(model_dir: Path,
                                                       monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("NOVA_MODEL_ROOTS", f"/nonexistent{os.pathsep}{model_dir.parent}")
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(CPU)  # no -o model: only the roots
     assert app.prepare(job_params(model_dir)) is True
     assert app.model == str(model_dir)
@@ -330,7 +270,7 @@ def test_a_hub_id_shaped_name_is_never_read_from_the_workers_disk(
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     shutil.copytree(model_dir, tmp_path / "org" / "name")
     monkeypatch.chdir(tmp_path)  # "org/name" exists relative to the worker's folder...
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(cpu(model_dir))
     with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE"):  # ...but is a hub id
         app.prepare(parse_params({"model": "org/name"}))
@@ -348,7 +288,7 @@ def test_uncached_hub_id_offline_is_model_not_found(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    app = Txt2ImgApp()
+    app = runner()
     app.setup(CPU)
     with pytest.raises(ModelNotFoundError) as err:
         app.prepare(parse_params({"model": "nova-queue-tests/not-cached-anywhere"}))
@@ -359,7 +299,7 @@ def test_uncached_hub_id_offline_is_model_not_found(tmp_path: Path,
 # -- running ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("width,height", [(64, 64), (64, 96)])
-def test_one_png_per_prompt_with_provenance(app: Txt2ImgApp, model_dir: Path, width, height):
+def test_one_png_per_prompt_with_provenance(app: Txt2ImgRunner, model_dir: Path, width, height):
     params = job_params(model_dir, width=str(width), height=str(height), seed="11")
     prompts = ["a cat", "東京の夜, café 🚀", "a horse"]
     outputs = app.run_batch(make_inputs(params, prompts))
@@ -378,7 +318,7 @@ def test_one_png_per_prompt_with_provenance(app: Txt2ImgApp, model_dir: Path, wi
         assert image.text["attempt"] == "1" and image.text["note"] == RANDOM_NOTE
 
 
-def test_same_seed_same_image_other_seed_other_image(app: Txt2ImgApp, model_dir: Path):
+def test_same_seed_same_image_other_seed_other_image(app: Txt2ImgRunner, model_dir: Path):
     first = app.run_batch(make_inputs(job_params(model_dir, seed="3"), ["a cat"]))[0]
     again = app.run_batch(make_inputs(job_params(model_dir, seed="3"), ["a cat"]))[0]
     other = app.run_batch(make_inputs(job_params(model_dir, seed="4"), ["a cat"]))[0]
@@ -424,7 +364,7 @@ def test_oom_at_batch_one_propagates_as_oom(app, model_dir, pipeline_calls):
 
 
 def test_classify_error():
-    app = Txt2ImgApp()
+    app = runner()
     assert app.classify_error(RuntimeError("MPS backend out of memory (MPS allocated: 1 GB)"))\
         == "oom"
     assert app.classify_error(RuntimeError("HIP out of memory. Tried to allocate 2 GiB")) == "oom"
@@ -433,11 +373,11 @@ def test_classify_error():
     assert app.classify_error(ValueError("out of range")) == "error"
 
 
-def test_benchmark_task(app: Txt2ImgApp, model_dir: Path):
+def test_benchmark_task(app: Txt2ImgRunner, model_dir: Path):
     app.prepare(job_params(model_dir))
     prompt, params = app.benchmark_task()
     assert prompt == BENCHMARK_PROMPT
     assert params == parse_params({"model": str(model_dir)})
     _, custom = app.benchmark_task(job_params(model_dir, steps="2"))
     assert custom["steps"] == 2 and custom["width"] == 64
-    assert Txt2ImgApp().benchmark_task()[1]["model"] == "stabilityai/sd-turbo"
+    assert runner().benchmark_task()[1]["model"] == "stabilityai/sd-turbo"

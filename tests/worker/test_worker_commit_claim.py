@@ -5,12 +5,20 @@ count which calls the worker made (every call still goes to Redis)."""
 from __future__ import annotations
 
 import collections
+import dataclasses
+import hashlib
+import logging
 import threading
+import urllib.parse
 
 import pytest
+from novatests.chaos.proxy import CutProxy
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.local import wait_for
+from nova_queue.scripts import script_sources
 from nova_queue.settings import Settings
+from nova_queue.stores import open_store
 from nova_queue.workers.runtime import Worker, WorkerOptions
 
 
@@ -18,8 +26,8 @@ from nova_queue.workers.runtime import Worker, WorkerOptions
 def make_worker(redis_url, namespace, tmp_path):
     made: list[Worker] = []
 
-    def make(**options) -> tuple[Worker, NovaClient, collections.Counter]:
-        settings = Settings(redis_url=redis_url, namespace=namespace, home=str(tmp_path),
+    def make(url: str = redis_url, **options) -> tuple[Worker, NovaClient, collections.Counter]:
+        settings = Settings(redis_url=url, namespace=namespace, home=str(tmp_path),
                             store_url=(tmp_path / "store").as_uri())
         worker = Worker(settings, WorkerOptions(apps=("synthetic",), benchmark=False,
                                                 gflops_s=0, **options))
@@ -34,7 +42,8 @@ def make_worker(redis_url, namespace, tmp_path):
 
             setattr(client, name, counted)
         made.append(worker)
-        return worker, NovaClient.from_settings(settings), calls
+        direct = dataclasses.replace(settings, redis_url=redis_url)
+        return worker, NovaClient.from_settings(direct), calls
 
     yield make
     for worker in made:
@@ -90,3 +99,37 @@ def test_leases_claimed_with_the_last_commit_are_released_on_stop(make_worker):
     # the task claimed with that commit went back without using an attempt
     assert [t.attempts for t in st.tasks] == [1, 0, 0, 0, 0]
     assert calls["complete_and_claim"] == 1
+
+
+def test_a_stop_while_a_commit_is_retried_keeps_the_object_and_ends_the_retry(
+        make_worker, redis_url, caplog):
+    """The commit's reply is lost and Redis stays unreachable (a proxy that cuts the reply
+    and then refuses connections for a minute): a stop request ends the retries at once
+    instead of after COMMIT_RETRY_S, and the uploaded object is kept (the commit may have
+    run, as here)."""
+    proxy = CutProxy(urllib.parse.urlsplit(redis_url).port)
+    worker, nova, _ = make_worker(url=proxy.url)
+    try:
+        for _, source in script_sources().values():  # EVALSHA runs at once, no NOSCRIPT
+            nova.redis.script_load(source)
+        job = nova.enqueue("synthetic", [TaskSpec("p0", 0.002), TaskSpec("p1", 0.002)],
+                           params={"seconds": 0.002})
+        sha = hashlib.sha1(script_sources()["complete_claim"][1].encode()).hexdigest()
+        proxy.arm(sha.encode(), down_s=600)
+        worker.setup()
+        loop = threading.Thread(target=worker._loop, daemon=True)
+        with caplog.at_level(logging.WARNING, logger="nova_queue.workers.execute"):
+            loop.start()
+            wait_for(lambda: "; retrying" in caplog.text, timeout_s=60,
+                     message="the worker to retry its commit")
+            worker.stop()
+            loop.join(30)  # far less than the minute of outage left
+            assert not loop.is_alive(), "a stop did not end the commit retries"
+        assert "stopping: the commit of" in caplog.text and "unconfirmed" in caplog.text
+        first = nova.task(f"{job}:0")  # the commit ran; only its reply was lost
+        assert first.state == "done" and proxy.cuts == 1
+        assert open_store(worker.settings.resolved_store_url).exists(first.result)
+    finally:
+        worker._shutdown()
+        proxy.close()
+        nova.close()

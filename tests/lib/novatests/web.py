@@ -10,6 +10,7 @@ from nova_queue import NovaClient
 from nova_queue.apps import AppContext, TaskInput, load_app
 from nova_queue.models import Lease
 from nova_queue.stores import ResultStore, result_key
+from nova_queue.workers.apps import load_worker_app
 
 WEB_TOKEN = "test-web-token-123"
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -39,9 +40,10 @@ class StandInWorker:
         self.nova, self.store, self.wid = nova, store, wid
         self.name = name or wid
         self.backend = backend
-        self.app = load_app("synthetic")
-        self.app.setup(AppContext(backend=backend, device="cpu", device_name="test device",
-                                  worker_id=wid, worker_name=self.name))
+        self.app = load_worker_app("synthetic")
+        self.app.runner.setup(AppContext(backend=backend, device="cpu",
+                                         device_name="test device", worker_id=wid,
+                                         worker_name=self.name))
         nova.register_worker(wid, {"name": self.name, "backend": backend, "host": host,
                                    "host_id": host_id, "device": f"{backend} test device"},
                              apps)
@@ -53,8 +55,8 @@ class StandInWorker:
     def finish(self, lease: Lease, *, warm: bool = True, meta: dict[str, str] | None = None,
                run_s: float = 0.05) -> str:
         """Run the task, put its PNG in the store, commit it; returns the result key."""
-        params = self.app.parse_params(lease.params)
-        [out] = self.app.run_batch([TaskInput(
+        params = self.app.spec.parse_params(lease.params)
+        [out] = self.app.runner.run_batch([TaskInput(
             task_id=lease.task_id, job_id=lease.job_id, index=lease.index, input=lease.input,
             cost=lease.cost, params=params, attempt=lease.attempt, lease_gen=lease.lease_gen,
             attempt_id=lease.attempt_id)])

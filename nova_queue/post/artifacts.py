@@ -29,12 +29,11 @@ from PIL import Image, ImageDraw, ImageFont
 from nova_queue.client import NovaClient
 from nova_queue.errors import StoreError
 from nova_queue.models import JobStatus, TaskInfo
-from nova_queue.stores import ResultStore, artifact_key
+from nova_queue.post.names import MANIFEST_NAME, ArtifactKeys
+from nova_queue.stores import ResultStore
 
 log = logging.getLogger(__name__)
 
-MANIFEST_NAME = "manifest.json"
-SHEET_NAME = "contact-sheet.png"
 MANIFEST_FORMAT = 1
 
 #: Largest side of the contact sheet in pixels.
@@ -56,24 +55,6 @@ PREFETCH = 8
 
 _BG, _TILE_BG, _TEXT, _DIM = (24, 24, 28), (48, 48, 54), (230, 230, 230), (150, 150, 150)
 _PLACEHOLDER = {"failed": (120, 40, 40), "cancelled": (80, 80, 80), "missing": (110, 80, 30)}
-
-
-@dataclasses.dataclass(frozen=True)
-class ArtifactKeys:
-    """Where one job's artifacts live in the store."""
-
-    manifest: str
-    contact_sheet: str
-    zip: str
-
-    @classmethod
-    def for_job(cls, job_id: str) -> ArtifactKeys:
-        return cls(manifest=artifact_key(job_id, MANIFEST_NAME),
-                   contact_sheet=artifact_key(job_id, SHEET_NAME),
-                   zip=artifact_key(job_id, f"{job_id}.zip"))
-
-    def to_json(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,34 +1,20 @@
-"""Post-processing of finished jobs through RQ: artifacts, then an optional webhook.
+"""The RQ job functions of post-processing, and the settings they run with.
 
-The flow, and why no finished job is lost:
+:func:`build_job` builds a finished job's artifacts (:mod:`nova_queue.post.artifacts`),
+queues the webhook as a separate RQ job with ``Retry`` (so a retried webhook never rebuilds
+anything), and only then removes the outbox entry — if its score (the finish time) is
+unchanged, so a job that was retried and finished again stays in the outbox. A successful
+build job is deleted (``result_ttl=0``) so a later finish can dispatch again.
+:func:`webhook_job` POSTs the job's summary to ``NOVA_WEBHOOK_URL``.
 
-1. The Lua scripts that finish a job in state ``done`` add it to the namespace's
-   ``finished`` outbox (``nova:{ns}:finished``) in the same atomic step.
-2. :func:`dispatch` turns an outbox entry into an RQ job on :func:`queue_name` with a
-   deterministic id (:func:`build_job_id`), enqueued with RQ's ``unique=True``: while that
-   RQ job exists (queued, running, or failed and kept for :data:`BUILD_FAILURE_TTL_S`), a
-   second dispatch is a no-op. The committing worker dispatches at once
-   (:func:`dispatch_finished`); the post-worker sweeps the outbox every few seconds, which
-   covers jobs finished by the reap and fail paths and any dispatch that failed.
-3. :func:`build_job` (the RQ job) builds the artifacts (:mod:`nova_queue.post_artifacts`),
-   queues the webhook as a separate RQ job with ``Retry`` (so a retried webhook never
-   rebuilds anything), and only then removes the outbox entry — if its score (the finish
-   time) is unchanged, so a job that was retried and finished again stays in the outbox.
-   A successful build job is deleted (``result_ttl=0``) so a later finish can dispatch again.
-
-Queues: ``nova-post`` for namespace ``default``, ``nova-post:<ns>`` for any other, so the
-post-worker of one namespace never runs another's jobs. RQ job arguments carry only the
-namespace and job id: Redis, store and webhook URLs (secrets) come from the settings of the
-process that runs the job — those the post-worker registered (:func:`register_context`), else
-:meth:`Settings.from_env`. RQ needs raw bytes, so it gets its own ``decode_responses=False``
-connection.
+Jobs carry only the namespace and the job id; the settings (Redis, store and webhook URLs:
+secrets) are those the post-worker registered (:func:`register_context`), else
+:meth:`Settings.from_env`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import inspect
 import json
 import logging
 import threading
@@ -39,56 +25,27 @@ from typing import Any
 
 import redis
 from rq import Queue, Retry
-from rq.job import Job, get_current_job
+from rq.job import get_current_job
 
 from nova_queue import __version__
 from nova_queue.client import NovaClient
-from nova_queue.connection import connect
 from nova_queue.errors import ConfigError, NovaError
-from nova_queue.post_artifacts import ArtifactKeys, build_artifacts
+from nova_queue.post.artifacts import build_artifacts
+from nova_queue.post.names import ArtifactKeys
+from nova_queue.post.queue import enqueue_once, queue_name, rq_connection, webhook_job_id
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 
 log = logging.getLogger(__name__)
 
-POST_QUEUE = "nova-post"
-#: Outbox entries dispatched per sweep.
-OUTBOX_BATCH = 1000
-#: Longest time one artifact build may take before RQ stops it.
-BUILD_TIMEOUT_S = 3600
-#: Retries of a failed build (seconds between them); then RQ keeps it as failed for
-#: BUILD_FAILURE_TTL_S, during which dispatching it again is a no-op — the backoff.
-BUILD_RETRY_INTERVALS_S = (5, 30)
-BUILD_FAILURE_TTL_S = 600
 #: Webhook: 3 retries after the first try, this many seconds apart.
 WEBHOOK_RETRY_INTERVALS_S = (2, 10, 60)
 WEBHOOK_TIMEOUT_S = 10.0
 #: A sent webhook's RQ job is kept this long, so a rebuild does not send it twice.
 WEBHOOK_RESULT_TTL_S = 86400
 WEBHOOK_FAILURE_TTL_S = 7 * 86400
-
-# RQ >= 3 enqueues a job id only if it is absent, atomically (one Lua script).
-_HAS_UNIQUE = "unique" in inspect.signature(Queue.enqueue_call).parameters
-
-
-def queue_name(namespace: str) -> str:
-    """The RQ queue of a namespace: ``nova-post``, or ``nova-post:<ns>``."""
-    return POST_QUEUE if namespace == "default" else f"{POST_QUEUE}:{namespace}"
-
-
-def _ns_tag(namespace: str) -> str:
-    # RQ job ids allow only [A-Za-z0-9_-]; a fixed-length hash keeps "<tag>-<job>" unambiguous
-    return hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:12]
-
-
-def build_job_id(namespace: str, job_id: str) -> str:
-    """RQ job id of a job's artifact build (one per namespace and job)."""
-    return f"nova-post-{_ns_tag(namespace)}-{job_id}"
-
-
-def webhook_job_id(namespace: str, job_id: str, finished_ms: int) -> str:
-    """RQ job id of the webhook for one finish of a job."""
-    return f"nova-hook-{_ns_tag(namespace)}-{job_id}-{finished_ms}"
+#: The RQ job function of a webhook.
+WEBHOOK_FUNC = "nova_queue.post.jobs.webhook_job"
 
 
 # ---- per-process context ----------------------------------------------------------------
@@ -104,6 +61,7 @@ class PostContext:
 
     @property
     def store(self) -> ResultStore:
+        """The result store, opened on first use."""
         if self._store is None:
             self._store = open_store(self.settings.resolved_store_url,
                                      public_endpoint=self.settings.s3_public_endpoint)
@@ -111,17 +69,7 @@ class PostContext:
 
 
 _contexts: dict[str, PostContext] = {}
-_rq_connections: dict[str, redis.Redis] = {}
 _lock = threading.Lock()
-
-
-def rq_connection(redis_url: str) -> redis.Redis:
-    """A shared ``decode_responses=False`` client for RQ (one per URL per process)."""
-    with _lock:
-        conn = _rq_connections.get(redis_url)
-        if conn is None:
-            conn = _rq_connections[redis_url] = connect(redis_url, decode_responses=False)
-        return conn
 
 
 def register_context(settings: Settings) -> PostContext:
@@ -138,58 +86,6 @@ def context_for(namespace: str) -> PostContext:
     with _lock:
         ctx = _contexts.get(namespace)
     return ctx or register_context(Settings.from_env(namespace=namespace))
-
-
-# ---- dispatch ---------------------------------------------------------------------------
-
-def _enqueue_once(queue: Queue, func: str, args: tuple[Any, ...], rq_job_id: str,
-                  **options: Any) -> bool:
-    if _HAS_UNIQUE:
-        from rq.exceptions import DuplicateJobError
-
-        try:
-            queue.enqueue_call(func, args=args, job_id=rq_job_id, unique=True, **options)
-        except DuplicateJobError:
-            return False
-        return True
-    # older RQ: check, then enqueue; a lost race runs the job twice, which is harmless
-    if Job.exists(rq_job_id, connection=queue.connection):
-        return False
-    queue.enqueue_call(func, args=args, job_id=rq_job_id, **options)
-    return True
-
-
-def dispatch(client: NovaClient, job_id: str, rq_conn: redis.Redis | None = None) -> bool:
-    """Queue the artifact build of a job in the outbox; False if not there or already queued."""
-    if client.redis.zscore(client.keys.finished(), job_id) is None:
-        return False
-    ns = client.settings.namespace
-    queue = Queue(queue_name(ns), connection=rq_conn or rq_connection(client.settings.redis_url))
-    queued = _enqueue_once(
-        queue, "nova_queue.post.build_job", (ns, job_id), build_job_id(ns, job_id),
-        timeout=BUILD_TIMEOUT_S, result_ttl=0, failure_ttl=BUILD_FAILURE_TTL_S,
-        retry=Retry(max=len(BUILD_RETRY_INTERVALS_S), interval=list(BUILD_RETRY_INTERVALS_S)),
-        description=f"nova-queue artifacts of job {job_id} ({ns})")
-    if queued:
-        log.info("queued post-processing of job %s on %s", job_id, queue.name)
-    return queued
-
-
-def dispatch_finished(client: NovaClient, job_id: str) -> bool:
-    """Worker hook after a commit that finished a job: dispatch now; never raises."""
-    try:
-        return dispatch(client, job_id)
-    except Exception as exc:  # noqa: BLE001 - the sweep retries; the worker must go on
-        log.warning("could not queue post-processing of job %s (%s); the post-worker's "
-                    "sweep will", job_id, exc)
-        return False
-
-
-def dispatch_outbox(client: NovaClient, rq_conn: redis.Redis | None = None,
-                    limit: int = OUTBOX_BATCH) -> int:
-    """Dispatch the oldest ``limit`` outbox entries; returns how many were newly queued."""
-    ids = client.redis.zrange(client.keys.finished(), 0, limit - 1)
-    return sum(dispatch(client, job_id, rq_conn) for job_id in ids)
 
 
 # ---- RQ jobs ----------------------------------------------------------------------------
@@ -213,8 +109,8 @@ def build_job(namespace: str, job_id: str) -> dict[str, Any]:
     if ctx.settings.webhook_url:
         current = get_current_job()
         conn = current.connection if current is not None else ctx.rq
-        webhook = _enqueue_once(
-            Queue(queue_name(namespace), connection=conn), "nova_queue.post.webhook_job",
+        webhook = enqueue_once(
+            Queue(queue_name(namespace), connection=conn), WEBHOOK_FUNC,
             (namespace, job_id, int(score)), webhook_job_id(namespace, job_id, int(score)),
             timeout=int(WEBHOOK_TIMEOUT_S * 3), result_ttl=WEBHOOK_RESULT_TTL_S,
             failure_ttl=WEBHOOK_FAILURE_TTL_S,

@@ -1,12 +1,16 @@
 """The post-worker: an RQ ``SimpleWorker`` (no fork per job) on the namespace's post queue,
-plus a sweep that dispatches the ``finished`` outbox and moves due RQ retries into the queue.
+fed by a dispatcher that follows the event stream and sweeps the ``finished`` outbox.
 
-Without ``burst`` the sweep runs in a thread every ``sweep_interval_s`` while RQ's worker
-blocks on the queue; SIGTERM or SIGINT stops it after the job in hand (RQ's warm shutdown).
-With ``burst`` it sweeps, works the queue empty, and repeats while retries of this queue are
-still scheduled (a failing webhook keeps a burst run alive for at most the sum of
-:data:`~nova_queue.post.WEBHOOK_RETRY_INTERVALS_S`), then returns 1 if an RQ job of its queue
-failed for good meanwhile, else 0.
+Without ``burst`` the dispatcher runs in a thread while RQ's worker blocks on the queue: it
+waits on the namespace's event stream (``XREAD BLOCK``) and dispatches each job at its
+``job_finished`` event, so artifacts appear right after a job finishes; every
+``sweep_interval_s`` it also dispatches the whole outbox (jobs finished while no post-worker
+ran, a dispatch that failed, events trimmed away) and moves due RQ retries into the queue.
+SIGTERM or SIGINT stops it after the job in hand (RQ's warm shutdown). With ``burst`` it
+sweeps, works the queue empty, and repeats while retries of this queue are still scheduled
+(a failing webhook keeps a burst run alive for at most the sum of
+:data:`~nova_queue.post.jobs.WEBHOOK_RETRY_INTERVALS_S`), then returns 1 if an RQ job of its
+queue failed for good meanwhile, else 0.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import threading
 import time
 from types import FrameType
 
+import redis
 from rq import Queue, SimpleWorker
 from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
 
-from nova_queue.post import BUILD_FAILURE_TTL_S, dispatch_outbox, queue_name, register_context
+from nova_queue.post.jobs import register_context
+from nova_queue.post.queue import BUILD_FAILURE_TTL_S, dispatch, dispatch_outbox, queue_name
 from nova_queue.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -30,6 +36,12 @@ log = logging.getLogger(__name__)
 SWEEP_INTERVAL_S = 5.0
 #: Longest single wait of a burst run for a scheduled retry.
 BURST_POLL_S = 0.5
+#: Longest single XREAD BLOCK of the dispatcher (how soon it sees a stop request).
+FOLLOW_BLOCK_S = 1.0
+#: Events read per XREAD.
+FOLLOW_BATCH = 500
+#: Longest pause of the dispatcher after Redis failed.
+MAX_BACKOFF_S = 30.0
 
 
 class _RQWorker(SimpleWorker):
@@ -80,8 +92,10 @@ class PostWorker:
                     log.debug("could not release the scheduler lock: %s", exc)
 
     def _run_forever(self) -> int:
+        after = self._event_mark()  # before the first sweep: no finish falls in between
         self.sweep()
-        thread = threading.Thread(target=self._sweep_loop, name="nova-post-sweep", daemon=True)
+        thread = threading.Thread(target=self._dispatch_loop, args=(after,),
+                                  name="nova-post-dispatch", daemon=True)
         thread.start()
         try:
             self.worker.work(burst=False)
@@ -90,12 +104,46 @@ class PostWorker:
             thread.join(timeout=30)
         return 0
 
-    def _sweep_loop(self) -> None:
-        while not self.stop_event.wait(self.sweep_interval_s):
+    def _event_mark(self) -> str | None:
+        """The event stream's newest id, or None where it cannot be read (then the
+        dispatcher only sweeps)."""
+        try:
+            return self.ctx.client.last_event_id()
+        except redis.ResponseError as exc:  # e.g. an ACL user without XREVRANGE
+            log.warning("cannot read the event stream (%s); sweeping the outbox every %.1f s "
+                        "instead", exc, self.sweep_interval_s)
+            return None
+
+    def _dispatch_loop(self, after: str | None) -> None:
+        """Dispatch at each ``job_finished`` event; sweep every ``sweep_interval_s``."""
+        next_sweep = time.monotonic() + self.sweep_interval_s
+        backoff = 0.5
+        while not self.stop_event.is_set():
             try:
-                self.sweep()
-            except Exception as exc:  # noqa: BLE001 - keep sweeping; Redis may come back
-                log.warning("outbox sweep failed: %s", exc)
+                if after is not None:
+                    after = self._follow_events(after, next_sweep)
+                else:
+                    self.stop_event.wait(max(0.0, next_sweep - time.monotonic()))
+                if time.monotonic() >= next_sweep and not self.stop_event.is_set():
+                    self.sweep()
+                    next_sweep = time.monotonic() + self.sweep_interval_s
+                backoff = 0.5
+            except Exception as exc:  # noqa: BLE001 - keep dispatching; Redis may come back
+                log.warning("post-processing dispatch failed (%s); retrying in %.1f s", exc,
+                            backoff)
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def _follow_events(self, after: str, until: float) -> str:
+        """Wait for events until ``until`` (monotonic) at most; dispatch the jobs they
+        finish. Returns the id of the last event read."""
+        block_s = min(FOLLOW_BLOCK_S, until - time.monotonic())
+        events = self.ctx.client.events(after, count=FOLLOW_BATCH,
+                                        block_ms=max(1, int(block_s * 1000)))
+        for event in events:
+            if event.type == "job_finished" and event.fields.get("state") == "done":
+                dispatch(self.ctx.client, event.fields.get("job", ""), self.ctx.rq)
+        return events[-1].id if events else after
 
     def _run_burst(self) -> int:
         handlers = self._install_signal_handlers()

@@ -1,0 +1,97 @@
+"""The synthetic app's runner: burns a known amount of CPU per task, then draws its card.
+
+Each task hashes (SHA-256, chained over the prompt) until ``seconds × slowdown`` of wall
+time has passed, then renders a PNG card (:mod:`nova_queue.workers.apps.card`) with the
+prompt, backend, worker, job and task. Params and costs are in the spec,
+:mod:`nova_queue.apps.synthetic`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nova_queue.apps.base import AppContext, AppSpec, TaskInput, TaskOutput
+from nova_queue.apps.synthetic import DEFAULTS, jittered_seconds
+from nova_queue.errors import AppError, ConfigError
+from nova_queue.workers.apps.base import AppRunner
+from nova_queue.workers.apps.card import metadata_safe, render_card
+
+_HASHES_PER_CHECK = 256  # SHA-256 rounds between clock reads (~0.1 ms)
+
+
+class PoisonTaskError(RuntimeError):
+    """Raised on purpose by a task whose prompt matches ``crash_on`` (a simulated app bug)."""
+
+
+class SyntheticRunner(AppRunner):
+    """Runs synthetic tasks: calibrated CPU work, then a PNG card."""
+
+    handles_slowdown = True
+
+    def __init__(self, spec: AppSpec) -> None:
+        super().__init__(spec)
+        self._ctx: AppContext | None = None
+
+    def setup(self, ctx: AppContext) -> None:
+        """Remember the context; nothing to load."""
+        if not (math.isfinite(ctx.slowdown) and ctx.slowdown > 0):
+            raise ConfigError(f"slowdown must be a positive number, got {ctx.slowdown!r}")
+        self._ctx = ctx
+
+    def batch_size(self, params: Mapping[str, Any]) -> int:
+        """One task per batch."""
+        return 1
+
+    def run_batch(self, tasks: Sequence[TaskInput]) -> list[TaskOutput]:
+        """Work for ``seconds × slowdown`` per task, then draw its card."""
+        if self._ctx is None:
+            raise AppError("synthetic: setup() was not called")
+        return [self._run_one(self._ctx, task) for task in tasks]
+
+    def benchmark_task(self) -> tuple[str, dict[str, Any]]:
+        """A 0.05 reference-second task (cost 0.05 on the same scale as real tasks)."""
+        return "benchmark", self.spec.parse_params({"seconds": "0.05"})
+
+    def classify_error(self, exc: BaseException) -> str:
+        """MemoryError (including ``oom_on``) is ``"oom"``."""
+        return "oom" if isinstance(exc, MemoryError) else "error"
+
+    def _run_one(self, ctx: AppContext, task: TaskInput) -> TaskOutput:
+        params = task.params
+        crash_on, oom_on = params.get("crash_on") or "", params.get("oom_on") or ""
+        if crash_on and crash_on in task.input:
+            raise PoisonTaskError(f"poison task: prompt contains {crash_on!r} (crash_on)")
+        if oom_on and oom_on in task.input:
+            raise MemoryError(f"simulated out-of-memory: prompt contains {oom_on!r} (oom_on)")
+        seconds = jittered_seconds(float(params.get("seconds", DEFAULTS["seconds"])),
+                                   float(params.get("jitter", 0.0)),
+                                   int(params.get("jitter_seed", 0)), task.index)
+        started = time.perf_counter()
+        digest, rounds = burn(task.input, seconds * ctx.slowdown)
+        compute_s = time.perf_counter() - started
+        meta = {
+            "app": self.name, "prompt": metadata_safe(task.input), "backend": ctx.backend,
+            "device": ctx.device, "worker": ctx.worker_name, "worker_id": ctx.worker_id,
+            "job": task.job_id, "task": task.task_id, "index": str(task.index),
+            "attempt": str(task.attempt), "seconds": f"{seconds:g}",
+            "slowdown": f"{ctx.slowdown:g}", "compute_s": f"{compute_s:.4f}",
+            "hash_rounds": str(rounds), "digest": digest,
+        }
+        png = render_card(task.input, meta, int(params.get("size", DEFAULTS["size"])))
+        return TaskOutput(data=png, content_type="image/png", extension="png", metadata=meta)
+
+
+def burn(text: str, duration_s: float) -> tuple[str, int]:
+    """Chain SHA-256 over ``text`` until ``duration_s`` has passed; return (hex digest, rounds)."""
+    h = hashlib.sha256(text.encode("utf-8", "replace")).digest()
+    deadline = time.perf_counter() + max(0.0, duration_s)
+    rounds = 0
+    while time.perf_counter() < deadline:
+        for _ in range(_HASHES_PER_CHECK):
+            h = hashlib.sha256(h).digest()
+        rounds += _HASHES_PER_CHECK
+    return h.hex(), rounds

@@ -1,0 +1,278 @@
+"""txt2img's runner: text to image with SD-Turbo (or any diffusers text-to-image pipeline), one
+PNG per prompt. The spec is :mod:`nova_queue.apps.txt2img`; params, task costs and seeds are
+in :mod:`nova_queue.apps.txt2img_params`; device and loading helpers in
+:mod:`~nova_queue.workers.apps.txt2img_torch`.
+
+Reproducibility: noise comes from a CPU ``torch.Generator`` per task, seeded with
+:func:`~nova_queue.apps.txt2img_params.task_seed`, so one seed gives the same starting latents
+on every backend (images then differ only by each backend's arithmetic). A batch gets a list of
+generators, so batching does not change which noise a task gets (batched kernels may still
+round differently: on CPU a few pixels differ by one 8-bit level from a batch-of-1 run).
+
+Worker options (``--option key=value``): ``compile=1`` compiles the UNet for every job (as the
+``compile`` param does for one), ``dtype=float32|float16|bfloat16`` overrides the precision.
+
+Precision: fp16 on cuda and rocm, fp32 on cpu. On mps fp16, unless a small fp16 self-check
+(conv, group norm, matmul, softmax against fp32) fails there, then fp32.
+
+Models: a job names a hub id, looked up in the Hugging Face cache first and downloaded only
+when missing (never when ``HF_HUB_OFFLINE`` is set), or a pipeline folder under the worker's
+model roots (``NOVA_MODEL_ROOTS`` and the worker's ``-o model=DIR``;
+:mod:`~nova_queue.workers.apps.txt2img_source`). A model that cannot be found or may not be loaded
+raises :class:`~nova_queue.errors.ModelNotFoundError` with one message saying what to do.
+
+Importing this module imports neither torch nor diffusers.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nova_queue.apps.base import AppContext, AppSpec, TaskInput, TaskOutput
+from nova_queue.apps.txt2img_params import GIB, default_batch_size, task_seed, truthy
+from nova_queue.errors import AppError
+from nova_queue.settings import Settings
+from nova_queue.workers.apps.base import AppRunner
+from nova_queue.workers.apps.txt2img_model import RANDOM_NOTE, is_random_model
+from nova_queue.workers.apps.txt2img_source import model_roots, resolve_model
+from nova_queue.workers.apps.txt2img_torch import (
+    dtype_kwarg,
+    fp16_self_check,
+    free_cache,
+    from_pretrained,
+    has_safety_checker,
+    hub_folder,
+    is_oom,
+    synchronize,
+)
+
+log = logging.getLogger(__name__)
+
+BENCHMARK_PROMPT = "a photograph of an astronaut riding a horse"
+
+
+class Txt2ImgRunner(AppRunner):
+    """SD-Turbo text-to-image through ``diffusers.AutoPipelineForText2Image``."""
+
+    handles_slowdown = True  # _call_pipeline sleeps (slowdown - 1) x each pipeline call
+
+    def __init__(self, spec: AppSpec) -> None:
+        super().__init__(spec)
+        self.ctx: AppContext | None = None
+        self.pipe: Any = None
+        self.model: str | None = None  # as given in params, for provenance
+        self.dtype_name = "float32"
+        self.last_load_s: float | None = None
+        self.last_run_s: float | None = None
+        self._compiled = False
+        self._slicing: bool | None = None
+        self._random_weights = False
+        self._oom_cap: dict[tuple[str, int, int], int] = {}
+        self._roots: tuple[Path, ...] = ()
+
+    def setup(self, ctx: AppContext) -> None:
+        """Remember the backend and the model roots; choose the precision (see the module
+        docstring)."""
+        self.ctx = ctx
+        self._roots = model_roots(Settings.from_env().model_roots, ctx.options.get("model"))
+        if ctx.backend == "mps":
+            # Read by torch when it is first imported: the worker should set it before that too.
+            os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
+        forced = ctx.options.get("dtype")
+        if forced:
+            if forced not in ("float32", "float16", "bfloat16"):
+                raise AppError(f"option dtype: must be float32/float16/bfloat16, got {forced!r}")
+            self.dtype_name = forced
+        elif ctx.backend in ("cuda", "rocm"):
+            self.dtype_name = "float16"
+        elif ctx.backend == "mps":
+            self.dtype_name = "float16" if fp16_self_check(ctx.device) else "float32"
+            if self.dtype_name == "float32":
+                log.warning("fp16 self-check failed on %s; running txt2img in fp32", ctx.device)
+        else:
+            self.dtype_name = "float32"
+
+    def _context(self) -> AppContext:
+        if self.ctx is None:
+            raise AppError("txt2img: setup(ctx) must be called before use")
+        return self.ctx
+
+    def prepare(self, params: Mapping[str, Any]) -> bool:
+        """Load ``params['model']`` unless it is loaded; compile if asked. True if anything
+        was (re)loaded or compiled."""
+        ctx = self._context()
+        changed = False
+        if self.pipe is None or self.model != params["model"]:
+            self._load(params["model"])
+            changed = True
+        if (params.get("compile") or truthy(ctx.options.get("compile", ""))) \
+                and not self._compiled:
+            self._compile()
+            changed = True
+        self._set_slicing(params.get("attention_slicing", "auto"))
+        return changed
+
+    def _load(self, model: str) -> None:
+        import torch
+        from diffusers import AutoPipelineForText2Image
+
+        ctx = self._context()
+        self._unload()
+        found = resolve_model(model, self._roots)  # hub id, or a pipeline under the roots
+        folder = found.source if found.local else hub_folder(model)
+        kwargs: dict[str, Any] = {dtype_kwarg(): getattr(torch, self.dtype_name)}
+        index = json.loads((Path(folder) / "model_index.json").read_text(encoding="utf-8"))
+        if has_safety_checker(index):
+            kwargs.update(safety_checker=None, requires_safety_checker=False)
+        started = time.perf_counter()
+        self.pipe = from_pretrained(AutoPipelineForText2Image, model, folder, kwargs)
+        self.pipe.to(ctx.device)
+        self.pipe.set_progress_bar_config(disable=True)
+        self._synchronize()
+        self.last_load_s = time.perf_counter() - started
+        self.model, self._random_weights = model, found.local and is_random_model(folder)
+        self._compiled, self._slicing = False, None
+        log.info("txt2img loaded %s (%s on %s) in %.2fs", model, self.dtype_name, ctx.device,
+                 self.last_load_s)
+
+    def _compile(self) -> None:
+        import torch
+
+        self.pipe.unet = torch.compile(self.pipe.unet)
+        self._compiled = True
+        log.info("txt2img: UNet wrapped with torch.compile (compiles on the first batch)")
+
+    def _set_slicing(self, mode: bool | str) -> None:
+        ctx = self._context()
+        small_gpu = (ctx.backend in ("cuda", "rocm") and ctx.memory_total is not None
+                     and ctx.memory_total < 8 * GIB)
+        wanted = bool(mode) if mode != "auto" else (ctx.backend == "mps" or small_gpu)
+        if wanted != self._slicing:
+            if wanted:
+                self.pipe.enable_attention_slicing()
+            else:
+                self.pipe.disable_attention_slicing()
+            self._slicing = wanted
+
+    def batch_size(self, params: Mapping[str, Any]) -> int:
+        """Images per call: ``batch`` if given, else :func:`default_batch_size`, lowered to
+        half the size that last ran out of memory for this model and image size."""
+        if params.get("batch"):
+            return int(params["batch"])
+        ctx = self._context()
+        size = default_batch_size(ctx.backend, params["width"], params["height"],
+                                  memory_free=ctx.memory_free, memory_total=ctx.memory_total,
+                                  dtype=self.dtype_name)
+        learned = self._oom_cap.get((params["model"], params["width"], params["height"]))
+        return min(size, learned) if learned else size
+
+    def run_batch(self, tasks: Sequence[TaskInput]) -> list[TaskOutput | BaseException]:
+        """One pipeline call for all ``tasks`` (one job's params); halves the batch on OOM."""
+        if not tasks:
+            return []
+        params = tasks[0].params
+        if self.pipe is None or self.model != params["model"]:
+            self.prepare(params)
+        images = self._generate(list(tasks), params, top=True)
+        # a task that still ran out of memory alone comes back as its exception (the
+        # worker reports it as "oom"); the rest of the batch is committed
+        return [image if isinstance(image, BaseException) else self._encode(task, image, params)
+                for task, image in zip(tasks, images)]
+
+    def _generate(self, tasks: list[TaskInput], params: Mapping[str, Any], top: bool = False
+                  ) -> list[Any]:
+        try:
+            return self._call_pipeline(tasks, params)
+        except Exception as exc:
+            if not is_oom(exc):
+                raise
+            if len(tasks) == 1:
+                self._free_cache()
+                if top:
+                    raise
+                return [exc]
+            log.warning("txt2img: out of memory at batch %d (%dx%d); retrying in halves",
+                        len(tasks), params["width"], params["height"])
+        # Out of the except block: the exception's frames (and their tensors) are gone now.
+        self._free_cache()
+        key = (params["model"], params["width"], params["height"])
+        self._oom_cap[key] = max(1, min(self._oom_cap.get(key, 64), len(tasks) // 2))
+        half = (len(tasks) + 1) // 2
+        return self._generate(tasks[:half], params) + self._generate(tasks[half:], params)
+
+    def _call_pipeline(self, tasks: list[TaskInput], params: Mapping[str, Any]) -> list[Any]:
+        import torch
+
+        generators = [torch.Generator("cpu").manual_seed(task_seed(params["seed"], t.index))
+                      for t in tasks]
+        started = time.perf_counter()
+        result = self.pipe(
+            prompt=[t.input for t in tasks], num_inference_steps=params["steps"],
+            guidance_scale=params["guidance"], width=params["width"], height=params["height"],
+            generator=generators, output_type="pil",
+        )
+        self._synchronize()
+        self.last_run_s = time.perf_counter() - started
+        slowdown = self._context().slowdown
+        if slowdown > 1.0:  # simulate slower hardware (--slowdown) for fleet demos
+            time.sleep(self.last_run_s * (slowdown - 1.0))
+        return list(result.images)
+
+    def _encode(self, task: TaskInput, image: Any, params: Mapping[str, Any]) -> TaskOutput:
+        from PIL.PngImagePlugin import PngInfo
+
+        ctx = self._context()
+        meta = {
+            "prompt": task.input, "seed": str(task_seed(params["seed"], task.index)),
+            "job_seed": str(params["seed"]), "steps": str(params["steps"]),
+            "width": str(params["width"]), "height": str(params["height"]),
+            "guidance": f"{params['guidance']:g}", "model": str(params["model"]),
+            "dtype": self.dtype_name, "backend": ctx.backend, "device": ctx.device,
+            "device_name": ctx.device_name, "worker": ctx.worker_name,
+            "worker_id": ctx.worker_id, "job": task.job_id, "task": task.task_id,
+            "index": str(task.index), "attempt": str(task.attempt), "software": "nova-queue",
+        }
+        if self._random_weights:
+            meta["note"] = RANDOM_NOTE
+        info = PngInfo()
+        for key, value in meta.items():
+            info.add_text(key, value)  # falls back to an iTXt chunk for non-Latin-1 text
+        buf = io.BytesIO()
+        image.save(buf, format="PNG", pnginfo=info)
+        return TaskOutput(buf.getvalue(), "image/png", "png", meta)
+
+    def benchmark_task(self, params: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """The astronaut prompt with ``params`` (raw or parsed), else defaults for the loaded
+        model."""
+        if params is None:
+            # the loaded model, else the worker's `-o model=...`, else the default model
+            model = self.model or (self.ctx.options.get("model") if self.ctx else None)
+            params = {"model": model} if model else {}
+        return BENCHMARK_PROMPT, self.spec.parse_params(params)
+
+    def classify_error(self, exc: BaseException) -> str:
+        """``"oom"`` for CUDA/ROCm/MPS/host out-of-memory errors, else ``"error"``."""
+        return "oom" if is_oom(exc) else "error"
+
+    def teardown(self) -> None:
+        """Drop the pipeline and free device caches."""
+        self._unload()
+
+    def _unload(self) -> None:
+        if self.pipe is not None:
+            self.pipe = None
+            self.model = None
+            self._free_cache()
+
+    def _synchronize(self) -> None:
+        synchronize(self.ctx.backend if self.ctx else "cpu")
+
+    def _free_cache(self) -> None:
+        free_cache()
