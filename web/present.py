@@ -174,6 +174,19 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                    f"{f.get('released', 0)} tasks released"),
     "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
                              "renewal window"),
+    "backup_started": lambda f, who: (f"{_task(f)}: {who} started a backup attempt "
+                                      f"(gen {f.get('lease_gen')}) beside the running one"),
+    "backup_won": lambda f, who: (f"{_task(f)}: the backup attempt on {who} committed first; "
+                                  f"the other attempt ran {f.get('loser_run_s')} s and lost"),
+    "backup_lost": lambda f, who: (f"{_task(f)}: the first attempt on {who} committed before "
+                                   "its backup; the backup lost"),
+    "attempt_ended": lambda f, who: (f"{_task(f)}: one of its two attempts, on {who}, ended "
+                                     f"({f.get('kind')}); the other runs on{_error(f)}"),
+    "worker_quarantined": lambda f, who: (f"worker {who} quarantined: {f.get('reason')}; "
+                                          f"{f.get('refunded', 0)} tasks got their attempts "
+                                          "back"),
+    "worker_released": lambda f, who: (f"worker {who} let back after quarantine "
+                                       f"({'its probe task committed' if f.get('by') == 'probe' else 'by an admin'})"),
 }
 
 

@@ -1,6 +1,7 @@
 --[[ fastest_others: the MAX_FLEET_VISIT fastest other workers of the fleet (they finish the
   most tasks before the claiming worker would), each as {ms per task of cost c, ms until
-  it is free (0: idle)}: offsets from now keep the arithmetic exact.
+  it is free (0: idle)}: offsets from now keep the arithmetic exact. A worker whose last
+  attempt failed (a failure streak) is not counted on: it may fail what it takes.
 ]]
 --- @include "common"
 local function fastest_others(fleet_key, prefix, wid, c, now)
@@ -9,9 +10,12 @@ local function fastest_others(fleet_key, prefix, wid, c, now)
   for i = 1, #members, 2 do
     local v = members[i]
     if v ~= wid and #others < MAX_FLEET_VISIT then
-      local b = num_in(redis.call('HGET', prefix .. 'worker:' .. v, 'busy_until_ms'), 0, 1e15) or 0
-      others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000,
-        math.max(b - now, 0) }
+      local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'busy_until_ms', 'fail_streak')
+      if (tonumber(h[2]) or 0) == 0 then
+        local b = num_in(h[1], 0, 1e15) or 0
+        others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000,
+          math.max(b - now, 0) }
+      end
     end
   end
   return others
