@@ -14,7 +14,11 @@ local function time_out(ctx, tid, wid, now, claimed_ms)
   local message = 'ran past its run-time limit of '
     .. num((limit - (int_in(claimed_ms, 0, 1e15) or now)) / 1000) .. ' s'
   redis.call('HSET', task_key, 'failed_on', add_to_list(t[1], wid))
-  local quarantined = redis.call('HGET', ctx.prefix .. 'worker:' .. wid, 'quarantined') == '1'
+  local worker_key = ctx.prefix .. 'worker:' .. wid
+  local quarantined = redis.call('HGET', worker_key, 'quarantined') == '1'
+  if redis.call('EXISTS', worker_key) == 1 then
+    redis.call('HINCRBY', worker_key, 'failures', 1)
+  end
   local state = release_attempt(ctx, tid, wid, now, 'timeout', message, not quarantined)
   note_failure(ctx, wid, tid, nil, now, claimed_ms, message, nil)
   return state
