@@ -130,6 +130,8 @@ class TaskInfo:
     #: A backup attempt running beside the first one: worker_id, worker, backend, lease_gen,
     #: claimed_ms; None when there is none.
     backup: dict[str, Any] | None = None
+    #: The committed result came from a backup attempt (it finished before the first one).
+    won_by_backup: bool = False
 
     @classmethod
     def from_hash(cls, tid: str, h: dict[str, str]) -> TaskInfo:
@@ -158,6 +160,7 @@ class TaskInfo:
             backup={"worker_id": h["b_worker"], "worker": h.get("b_worker_name", ""),
                     "backend": h.get("b_backend", ""), "lease_gen": _int(h.get("b_lease_gen")),
                     "claimed_ms": _int(h.get("b_claimed_ms"))} if h.get("b_worker") else None,
+            won_by_backup=h.get("won_by_backup") == "1",
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -173,7 +176,7 @@ class TaskInfo:
             "error": self.error, "error_kind": self.error_kind,
             "last_worker": self.last_worker, "meta": self.meta,
             "run_deadline_ms": self.run_deadline_ms, "failed_on": list(self.failed_on),
-            "backup": self.backup,
+            "backup": self.backup, "won_by_backup": self.won_by_backup,
         }
 
 

@@ -57,7 +57,7 @@ local function claim_tasks(K, a)
     R = redis.call('ZCARD', K.pending)
   end
   local t_w, measured = estimate(K.fleet, a.prefix, a.wid, a.app, me)
-  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s.costs, R, now)
+  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s, R, now)
   if grant == 0 then
     return claim_idle(ctx, K, a, me, probing, now, hint, t_w)
   end

@@ -12,15 +12,16 @@ local function left_to_others(s, app_workers_key, wid, oom, failed_on)
   end
   s.live = s.live or redis.call('SCARD', app_workers_key)
   local seen, listed, live_listed = {}, 0, 0
-  for id in string.gmatch(string.sub((oom or '') .. ',' .. (failed_on or ''), 1,
-      2 * MAX_OOM_BYTES + 1), '[^,]+') do
-    if not seen[id] then
-      seen[id] = true
+  for _, list in ipairs({ oom or '', failed_on or '' }) do
+    for id in string.gmatch(list, '[^,]+') do
       listed = listed + 1
       if listed > MAX_LISTED then
-        return false -- failed on that many workers: the task's fault, not this worker's
+        return false -- listed that often: the task's fault, not this worker's
       end
-      live_listed = live_listed + redis.call('SISMEMBER', app_workers_key, id)
+      if not seen[id] then
+        seen[id] = true
+        live_listed = live_listed + redis.call('SISMEMBER', app_workers_key, id)
+      end
     end
   end
   return live_listed < s.live

@@ -9,7 +9,11 @@
 --- @include "drop_attempt"
 local function settle_backup(ctx, tid, winner, app, cost, now)
   local loser = drop_attempt(ctx, tid, winner == 'primary' and 'backup' or 'primary')
-  local w = redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'worker', 'lease_gen')
+  local task_key = ctx.prefix .. 'task:' .. tid
+  local w = redis.call('HMGET', task_key, 'worker', 'lease_gen')
+  if winner == 'backup' then
+    redis.call('HSET', task_key, 'won_by_backup', 1) -- the gallery's card says so
+  end
   local elapsed_s = (now - (int_in(loser[7], 0, 1e15) or now)) / 1000
   local key = is_name(loser[1], 128) and (ctx.prefix .. 'worker:' .. loser[1])
   local h = key and redis.call('HMGET', key, 'ema:' .. app, 'n:' .. app)
