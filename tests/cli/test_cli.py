@@ -243,6 +243,18 @@ def test_unreachable_redis_from_env_no_password(redis_url, namespace, tmp_path):
     assert "s3cret" not in res.output
 
 
+@pytest.mark.parametrize("suffix, says", [
+    ("/0?foo=bar", "unknown option 'foo' in the query"),
+    ("/zero", "the path must be a database number (/0), not '/zero'"),
+])
+def test_mistyped_redis_url_one_line(invoke, redis_url, suffix, says):
+    """Not a traceback at the first command, nor a silent database 0."""
+    base = redis_url.rsplit("/", 1)[0].replace("redis://", "redis://:s3cret@", 1)
+    res = invoke("workers", "--redis", base + suffix)
+    rejected(res, "invalid Redis URL", says, "redis://:***@")
+    assert "s3cret" not in res.output
+
+
 def test_wrong_redis_credentials_one_line(invoke, redis_url):
     url = redis_url.replace("redis://", "redis://nobody:s3cret@", 1)  # no such ACL user
     res = invoke("--redis", url, "status", "JOB")
