@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nova_queue.demo import Demo, DemoOptions
+from nova_queue.cli.demo_pool import Demo, DemoOptions
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1280, "height": 900}

@@ -29,8 +29,7 @@ from PIL import Image, ImageDraw, ImageFont
 from nova_queue.client import NovaClient
 from nova_queue.errors import StoreError
 from nova_queue.models import JobStatus, TaskInfo
-from nova_queue.post.names import MANIFEST_NAME, ArtifactKeys
-from nova_queue.stores import ResultStore
+from nova_queue.stores import MANIFEST_NAME, ArtifactKeys, ResultStore
 
 log = logging.getLogger(__name__)
 
