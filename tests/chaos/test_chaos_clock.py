@@ -63,7 +63,7 @@ def test_workers_with_skewed_clocks_keep_their_leases(fleet, nova_chaos, record)
     assert not invariants(nova, [job])
     record(9, verdict, started)
     st = nova.job(job)
-    assert {t.worker for t in st.tasks} == {"ahead", "behind"}
+    assert {t.worker_name for t in st.tasks} == {"ahead", "behind"}
     assert verdict.requeued == 0 and verdict.rejected == 0  # nothing expired, nothing fenced
     now_ms = nova.server_time_ms()
     for t in st.tasks:  # every lease was stamped by Redis's clock, not the worker's

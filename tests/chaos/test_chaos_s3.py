@@ -70,7 +70,7 @@ def test_s3_down_mid_job_then_back(own_s3, redis_url, namespace, tmp_path, recor
         assert not invariants(nova, [job])
         record(10, verdict, started)
         st = nova.job(job)
-        assert all(t.attempts == 1 for t in st.tasks), [t.attempts for t in st.tasks]
+        assert all(t.attempt_count == 1 for t in st.tasks), [t.attempt_count for t in st.tasks]
         assert all(store.get(t.result).content_type == "image/png" for t in st.tasks)
         assert any("store failed for" in p.output() for p in fleet.procs)
     finally:

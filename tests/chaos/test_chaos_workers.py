@@ -89,7 +89,7 @@ def test_worker_frozen_past_its_ttl_then_resumed(fleet, nova_chaos, record):
     assert frozen.wait(30) == 0 and rescuer.wait(30) == 0
     no_tracebacks([frozen, rescuer])
     t = nova.task(tid)
-    assert t.state == "done" and t.worker == "rescuer" and t.lease_gen > first_gen
+    assert t.state == "done" and t.worker_name == "rescuer" and t.lease_gen > first_gen
     verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
     assert not invariants(nova, [job])
     record(3, verdict, started)
@@ -132,7 +132,7 @@ def test_poison_task_fails_after_max_attempts_and_the_job_finishes(fleet, nova_c
     st = nova.job(job)
     assert (st.state, st.done, st.failed) == ("done", 10, 2)
     for t in st.tasks[10:]:
-        assert (t.state, t.attempts) == ("failed", 3)
+        assert (t.state, t.attempt_count) == ("failed", 3)
         assert "poison" in t.error.lower() and t.error_kind == "error"
     verdict = check(nova, [job], store=open_store(fleet.store_url))
     assert not invariants(nova, [job])

@@ -322,7 +322,7 @@ def test_retry_failed_task(nova):
     nova.retry(lease.task_id)
     st = nova.job(job)
     assert (st.state, st.failed, st.pending) == ("running", 0, 1)
-    assert st.tasks[0].attempts == 0
+    assert st.tasks[0].attempt_count == 0
     again = nova.claim("w1", "synthetic").leases[0]
     assert again.lease_gen == 2
     nova.complete("w1", again, rkey(again), run_s=1, warm=True)

@@ -5,7 +5,7 @@ Collected from README.md, docs/*.md and docker-compose.yml: shell code blocks (`
 placeholders (URL, FILE, JOB, DIR, ...) are fine as values, a placeholder in the command's
 place (``nova-queue COMMAND --help``) stands for every command, and a mention without its
 required arguments (``nova-queue make-model``) is a mention, not a usage error. The services
-of docker-compose.yml are parsed by tests/test_compose.py with the same ``check_cli``.
+of docker-compose.yml are parsed by tests/project/test_compose.py with the same ``check_cli``.
 """
 
 from __future__ import annotations
