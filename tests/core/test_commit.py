@@ -14,6 +14,17 @@ from nova_queue.errors import (
 )
 
 
+def released_to_w2(nova, tasks):
+    """w1's lease on the first of ``tasks`` runs out; w2's claim reaps it and re-leases the
+    task: (w1's old lease, w2's new one)."""
+    setup_job(nova, tasks)
+    join(nova, "w1")
+    join(nova, "w2")
+    old = nova.claim("w1", "synthetic").leases[0]
+    expire_lease(nova, old.task_id)
+    return old, nova.claim("w2", "synthetic").leases[0]
+
+
 def test_complete_commits_once_and_replays_idempotently(nova):
     job = setup_job(nova, 1)
     join(nova, "w1")
@@ -54,12 +65,7 @@ def test_forged_or_stale_completion_never_changes_a_committed_task(nova, forge):
 
 
 def test_complete_with_old_lease_gen_after_requeue_is_rejected(nova):
-    setup_job(nova, 1)
-    join(nova, "w1")
-    join(nova, "w2")
-    old = nova.claim("w1", "synthetic").leases[0]
-    expire_lease(nova, old.task_id)
-    new = nova.claim("w2", "synthetic").leases[0]  # reaps, then re-leases
+    old, new = released_to_w2(nova, tasks=1)
     assert new.task_id == old.task_id and new.lease_gen == old.lease_gen + 1
     with pytest.raises(StaleResultError, match="not leased by|another worker"):
         nova.complete("w1", old, rkey(old), run_s=1, warm=True)
@@ -172,12 +178,7 @@ def test_complete_and_claim_finishing_the_job_reports_it_and_finds_nothing(nova)
 
 
 def test_complete_and_claim_with_a_stale_lease_claims_nothing(nova):
-    setup_job(nova, 2)
-    join(nova, "w1")
-    join(nova, "w2")
-    old = nova.claim("w1", "synthetic").leases[0]
-    expire_lease(nova, old.task_id)
-    new = nova.claim("w2", "synthetic").leases[0]
+    old, new = released_to_w2(nova, tasks=2)
     assert new.task_id == old.task_id
     with pytest.raises(StaleResultError):
         nova.complete_and_claim("w1", old, rkey(old), run_s=1, warm=True)
