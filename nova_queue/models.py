@@ -30,6 +30,7 @@ class Lease:
     params: dict[str, Any]
     lease_gen: int
     attempt_id: str
+    #: which attempt this lease is, 1 for the first (the task's ``attempt_count`` now)
     attempt: int
     deadline_ms: int
     predicted_s: float | None
@@ -96,10 +97,13 @@ class TaskInfo:
     input: str
     cost: float
     lease_gen: int
-    attempts: int
+    #: attempts counted so far (Redis field ``attempt_count``; 0 before the first claim)
+    attempt_count: int
     attempt_id: str
+    #: the holder's id (Redis field ``worker``)
     worker_id: str
-    worker: str
+    #: the holder's name (Redis field ``worker_name``)
+    worker_name: str
     backend: str
     host: str
     result: str
@@ -112,7 +116,8 @@ class TaskInfo:
     warm: bool | None
     error: str
     error_kind: str
-    last_worker: str
+    #: id of the worker that last released or lost the task (Redis field ``last_worker``)
+    last_worker_id: str
     meta: dict[str, Any]
 
     @classmethod
@@ -126,9 +131,9 @@ class TaskInfo:
         return cls(
             task_id=tid, job_id=job, index=index, state=h.get("state", "unknown"),
             input=h.get("input", ""), cost=_float(h.get("cost")) or 1.0,
-            lease_gen=_int(h.get("lease_gen")), attempts=_int(h.get("attempt_count")),
+            lease_gen=_int(h.get("lease_gen")), attempt_count=_int(h.get("attempt_count")),
             attempt_id=h.get("attempt_id", ""), worker_id=h.get("worker", ""),
-            worker=h.get("worker_name", ""), backend=h.get("backend", ""),
+            worker_name=h.get("worker_name", ""), backend=h.get("backend", ""),
             host=h.get("host", ""), result=h.get("result", ""),
             claimed_ms=_int(h["claimed_ms"]) if h.get("claimed_ms") else None,
             finished_ms=_int(h["finished_ms"]) if h.get("finished_ms") else None,
@@ -136,21 +141,21 @@ class TaskInfo:
             predicted_s=_float(h.get("predicted_s")), run_s=_float(h.get("run_s")),
             cold_s=_float(h.get("cold_s")), warm=None if warm in (None, "") else warm == "1",
             error=h.get("error", ""), error_kind=h.get("error_kind", ""),
-            last_worker=h.get("last_worker", ""), meta=meta,
+            last_worker_id=h.get("last_worker", ""), meta=meta,
         )
 
     def to_json(self) -> dict[str, Any]:
         """The ``status --json`` / ``/api/jobs/<id>`` shape of one task."""
         return {
             "id": self.task_id, "index": self.index, "state": self.state, "prompt": self.input,
-            "cost": self.cost, "worker": self.worker, "worker_id": self.worker_id,
+            "cost": self.cost, "worker": self.worker_name, "worker_id": self.worker_id,
             "backend": self.backend, "host": self.host, "lease_gen": self.lease_gen,
-            "attempts": self.attempts, "attempt_id": self.attempt_id, "result": self.result,
+            "attempts": self.attempt_count, "attempt_id": self.attempt_id, "result": self.result,
             "claimed_ms": self.claimed_ms, "finished_ms": self.finished_ms,
             "deadline_ms": self.deadline_ms, "predicted_s": self.predicted_s,
             "run_s": self.run_s, "cold_s": self.cold_s, "warm": self.warm,
             "error": self.error, "error_kind": self.error_kind,
-            "last_worker": self.last_worker, "meta": self.meta,
+            "last_worker": self.last_worker_id, "meta": self.meta,
         }
 
 

@@ -21,8 +21,7 @@ from flask import Blueprint, Response, abort, redirect, request
 
 from nova_queue.errors import JobNotFoundError, ObjectNotFoundError, StoreError, TaskNotFoundError
 from nova_queue.keys import task_id
-from nova_queue.post.names import artifact_names
-from nova_queue.stores import validate_key
+from nova_queue.stores import artifact_names, validate_key
 from nova_queue.web.extensions import nova
 
 bp = Blueprint("results", __name__)

@@ -125,9 +125,9 @@ def status(ctx: Context, job_id: str, as_json: bool) -> None:
         click.echo(f"  warning: {no_worker_note(client, st.app)}; its tasks wait until one joins")
     click.echo(f"  {'#':>5}  {'STATE':9} {'WORKER':20} {'BACKEND':7} {'ATT':>3} {'GEN':>3}  PROMPT")
     for t in st.tasks:
-        who = t.worker or (f"(was {t.last_worker[:14]})" if t.last_worker else "-")
+        who = t.worker_name or (f"(was {t.last_worker_id[:14]})" if t.last_worker_id else "-")
         click.echo(f"  {t.index:>5}  {short(t.state, 9):9} {short(who, 20):20} "
-                   f"{short(t.backend or '-', 7):7} {t.attempts:>3} {t.lease_gen:>3}  "
+                   f"{short(t.backend or '-', 7):7} {t.attempt_count:>3} {t.lease_gen:>3}  "
                    f"{short(t.input, 60)}")
 
 

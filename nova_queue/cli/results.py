@@ -21,8 +21,7 @@ from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.text import visible
 from nova_queue.errors import InputError, ObjectNotFoundError, StoreError
 from nova_queue.models import JobStatus, TaskInfo
-from nova_queue.post.names import ArtifactKeys
-from nova_queue.stores import ResultStore, result_key
+from nova_queue.stores import ArtifactKeys, ResultStore, result_key
 
 #: A result's file extension: what the local file name is built from.
 _EXT_RE = re.compile(r"[A-Za-z0-9]{1,16}")

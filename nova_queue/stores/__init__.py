@@ -11,6 +11,7 @@ late upload can never replace the result of a newer lease.
 
 from __future__ import annotations
 
+import dataclasses
 import urllib.parse
 
 from nova_queue import keys
@@ -20,12 +21,16 @@ from nova_queue.stores.file import FileStore
 from nova_queue.stores.s3 import S3Store, redact_url
 
 __all__ = [
+    "MANIFEST_NAME",
+    "SHEET_NAME",
+    "ArtifactKeys",
     "FileStore",
     "ObjectInfo",
     "ResultStore",
     "S3Store",
     "StoredObject",
     "artifact_key",
+    "artifact_names",
     "open_store",
     "result_key",
     "validate_key",
@@ -69,6 +74,35 @@ def artifact_key(job_id: str, name: str) -> str:
     """Key of a job-level artifact such as ``manifest.json`` or ``<job>.zip``."""
     _check_segments(job_id=job_id, name=name)
     return validate_key(f"jobs/{job_id}/{name}")
+
+
+MANIFEST_NAME = "manifest.json"
+SHEET_NAME = "contact-sheet.png"
+
+
+def artifact_names(job_id: str) -> tuple[str, ...]:
+    """File names of a job's artifacts (manifest, contact sheet, zip), in that order."""
+    return (MANIFEST_NAME, SHEET_NAME, f"{job_id}.zip")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArtifactKeys:
+    """Where one job's artifacts live in the store."""
+
+    manifest: str
+    contact_sheet: str
+    zip: str
+
+    @classmethod
+    def for_job(cls, job_id: str) -> ArtifactKeys:
+        """The keys of ``job_id``'s artifacts (``jobs/<job>/<name>``)."""
+        manifest, sheet, zip_name = artifact_names(job_id)
+        return cls(manifest=artifact_key(job_id, manifest),
+                   contact_sheet=artifact_key(job_id, sheet), zip=artifact_key(job_id, zip_name))
+
+    def to_json(self) -> dict[str, str]:
+        """The keys by artifact: ``manifest``, ``contact_sheet``, ``zip``."""
+        return dataclasses.asdict(self)
 
 
 def _check_segments(**parts: str) -> None:
