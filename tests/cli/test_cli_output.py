@@ -13,7 +13,7 @@ from novatests.cli import enqueue_ok, ok, rejected, status_json, write
 from novatests.seed import expire_worker
 
 from nova_queue.cli.text import UNSAFE, safe_json, visible
-from nova_queue.cli.wait import LINE_EVERY_S, LINE_MIN_S, _Lines
+from nova_queue.cli.wait import LINE_EVERY_S, LINE_MIN_S, _Lines, summary
 from nova_queue.errors import JobNotFoundError
 from nova_queue.models import TaskSpec
 from nova_queue.worker_calls import STAGING_ABANDONED_MS
@@ -177,6 +177,24 @@ def test_status_shows_controls_in_prompts_and_names(invoke, nova, tmp_path):
     assert_no_raw_controls(raw)
     st = json.loads(raw)
     assert st["name"] == EVIL and st["tasks"][0]["prompt"] == EVIL
+
+
+def test_status_shows_controls_in_job_fields_a_worker_can_write(invoke, nova, tmp_path):
+    # the worker role may HSET any job field: its state and id are printed too
+    job_id = enqueue_ok(invoke, write(tmp_path, b"a\n"))
+    nova.redis.hset(nova.keys.job(job_id), mapping={"state": EVIL, "id": EVIL})
+    out = ok(invoke("status", job_id)).stdout
+    assert_no_raw_controls(out)
+    assert out.startswith(f"job {EVIL_SHOWN}  app synthetic  state {EVIL_SHOWN}  name ")
+    # enqueue --wait's last line, for a job whose fields were forged while it ran
+    st = dataclasses.replace(nova.job(job_id, with_tasks=False), job_id=EVIL, state=EVIL)
+    assert summary(st).startswith(f"job {EVIL_SHOWN} {EVIL_SHOWN}: 0 done")
+    # a staging job's header as well
+    stage_first_chunk(nova, "halfjob")
+    nova.redis.hset(nova.keys.job("halfjob"), "id", EVIL)
+    out = ok(invoke("status", "halfjob")).stdout
+    assert_no_raw_controls(out)
+    assert out.startswith(f"job {EVIL_SHOWN}  app synthetic  state staging  ")
 
 
 def test_workers_shows_controls_in_worker_fields(invoke, nova):
