@@ -10,7 +10,7 @@ import json
 
 import pytest
 from novatests.cli import enqueue_ok, ok, rejected, status_json, write
-from novatests.seed import expire_worker
+from novatests.seed import FORGED_VALUES, expire_worker, forge_fields
 
 from nova_queue.cli.text import UNSAFE, safe_json, visible
 from nova_queue.cli.wait import LINE_EVERY_S, LINE_MIN_S, _Lines, summary
@@ -195,6 +195,23 @@ def test_status_shows_controls_in_job_fields_a_worker_can_write(invoke, nova, tm
     out = ok(invoke("status", "halfjob")).stdout
     assert_no_raw_controls(out)
     assert out.startswith(f"job {EVIL_SHOWN}  app synthetic  state staging  ")
+
+
+@pytest.mark.parametrize("value", FORGED_VALUES)
+def test_status_workers_and_results_survive_fields_forged_by_a_worker(invoke, nova, tmp_path,
+                                                                      value):
+    # a job's "done" set to "inf" was an OverflowError traceback in status and results
+    job_id = enqueue_ok(invoke, write(tmp_path, b"a\nb\n"))
+    join(nova, "w1", "synthetic")
+    [lease] = nova.claim("w1", "synthetic", 1).leases
+    nova.fail("w1", lease, "error", "boom")
+    forge_fields(nova, value, job_ids=[job_id], worker_ids=["w1"])
+    assert ok(invoke("status", job_id)).stdout.startswith(f"job {job_id}  app synthetic")
+    assert status_json(invoke, job_id)["done"] == 0
+    ok(invoke("workers"))
+    ok(invoke("workers", "--json"))
+    res = ok(invoke("results", job_id, "--out", str(tmp_path / "out")))
+    assert res.stdout.startswith("wrote 0 result(s)")
 
 
 def test_workers_shows_controls_in_worker_fields(invoke, nova):
