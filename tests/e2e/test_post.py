@@ -355,37 +355,6 @@ def test_big_job_sheet_is_bounded(client, env):
         assert len(zf.namelist()) == 31
 
 
-def test_artifacts_take_only_each_tasks_own_result(client, tmp_path):
-    """Issue 13, item 5, in the post-worker: a worker credential may HSET a task's
-    ``result``. Pointed at another job's image it went into this job's zip and contact
-    sheet as this job's; now that task is left out (its manifest entry has no file)."""
-    from nova_queue.stores import result_key
-
-    store = open_store((tmp_path / "store").as_uri())
-    client.register_worker("w", {"name": "w"}, ["synthetic"])
-
-    def run(prompt: str, data: bytes) -> tuple[str, str]:
-        job = client.enqueue("synthetic", [TaskSpec(prompt, 1.0)])
-        [lease] = client.claim("w", "synthetic").leases
-        key = result_key(job, 0, lease.lease_gen, lease.attempt_id, "png")
-        store.put(key, data, "image/png")
-        client.complete("w", lease, key, run_s=0.1, warm=True)
-        return job, key
-
-    _, other_key = run("other", b"the other job's image")
-    job, own = run("mine", b"my image")
-    client.redis.hset(client.keys.task(f"{job}:0"), "result", other_key)
-    keys = build_artifacts(client, store, job)
-    with zipfile.ZipFile(io.BytesIO(store.get(keys.zip).data)) as zf:
-        assert zf.namelist() == ["manifest.json"]
-    [entry] = json.loads(store.get(keys.manifest).data)["tasks"]
-    assert entry["file"] is None and entry["result"] == other_key
-    client.redis.hset(client.keys.task(f"{job}:0"), "result", own)
-    keys = build_artifacts(client, store, job)
-    with zipfile.ZipFile(io.BytesIO(store.get(keys.zip).data)) as zf:
-        assert zf.read("results/00000.png") == b"my image"
-
-
 def test_burst_exits_1_when_a_post_job_fails_for_good(client, env, rq_conn, namespace):
     job = run_job(client, env, prompts=PROMPTS[:1])
     post_burst(env)  # builds the artifacts: exit 0
