@@ -35,6 +35,7 @@ from nova_queue.models import (
     TaskInfo,
     TaskSpec,
     WorkerInfo,
+    int_field,
 )
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
@@ -245,7 +246,7 @@ class NovaClient(WorkerCalls):
         h = self.redis.hgetall(self.keys.job(job_id))
         if not h or h.get("state") == "staging":
             raise errors.JobNotFoundError(f"unknown job {job_id}")
-        tasks = self.tasks(job_id, 0, int(h.get("total", 0))) if with_tasks else []
+        tasks = self.tasks(job_id, 0, int_field(h.get("total"))) if with_tasks else []
         return JobStatus.from_hash(h, tasks)
 
     def staging_job(self, job_id: str) -> JobStatus | None:
@@ -259,20 +260,21 @@ class NovaClient(WorkerCalls):
         return JobStatus.from_hash(h, [])
 
     def tasks(self, job_id: str, start: int = 0, stop: int | None = None) -> list[TaskInfo]:
-        """Tasks ``start`` .. ``stop - 1`` of a job (up to the first 1000 missing in a row:
-        a job's ``total`` is a writable field, so it does not decide how long this reads)."""
+        """Tasks ``start`` .. ``stop - 1`` of a job, up to the first missing one: a job's
+        tasks are 0 .. total-1 without gaps, and ``total`` is a writable field, so neither it
+        nor task hashes planted far apart decide how long this reads."""
         if stop is None:
-            stop = int(self.redis.hget(self.keys.job(job_id), "total") or 0)
+            stop = int_field(self.redis.hget(self.keys.job(job_id), "total"))
         out: list[TaskInfo] = []
         for lo in range(start, stop, 1000):
             ids = [task_id(job_id, i) for i in range(lo, min(lo + 1000, stop))]
             pipe = self.redis.pipeline(transaction=False)
             for tid in ids:
                 pipe.hgetall(self.keys.task(tid))
-            found = [TaskInfo.from_hash(tid, h) for tid, h in zip(ids, pipe.execute()) if h]
-            if not found:
-                break
-            out += found
+            for tid, h in zip(ids, pipe.execute()):
+                if not h:
+                    return out
+                out.append(TaskInfo.from_hash(tid, h))
         return out
 
     def task(self, tid: str) -> TaskInfo:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 
 from nova_queue.keys import split_task_id
@@ -72,18 +73,38 @@ class FailResult:
     state: str
 
 
-def _int(v: Any, default: int = 0) -> int:
-    try:
-        return int(float(v))
-    except (TypeError, ValueError):
-        return default
+#: Largest magnitude a number read back from Redis is taken at (2**53: what a double, and so
+#: JSON, holds exactly; far past any real count, size or time in ms). Any worker credential
+#: may HSET a field to anything ("inf", "1e400", 400 digits), and one unreadable field must
+#: not break a page, a CLI table or the post-worker.
+MAX_FIELD_NUMBER = 2**53
 
 
-def _float(v: Any) -> float | None:
+def int_field(v: Any, default: int = 0) -> int:
+    """A hash field as an int: ``default`` unless it is a finite number within
+    :data:`MAX_FIELD_NUMBER`."""
+    f = float_field(v)
+    return default if f is None else int(f)
+
+
+def float_field(v: Any) -> float | None:
+    """A hash field as a float: None unless it is a finite number within
+    :data:`MAX_FIELD_NUMBER`."""
     try:
-        return float(v) if v not in (None, "") else None
+        f = float(v) if v not in (None, "") else None
     except (TypeError, ValueError):
         return None
+    return f if f is not None and math.isfinite(f) and abs(f) <= MAX_FIELD_NUMBER else None
+
+
+def object_field(v: Any) -> dict[str, Any]:
+    """A hash field holding a JSON object; ``{}`` for anything else (a list, a number,
+    nesting too deep for the parser)."""
+    try:
+        out = json.loads(v or "{}")
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    return out if isinstance(out, dict) else {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,23 +144,21 @@ class TaskInfo:
     @classmethod
     def from_hash(cls, tid: str, h: dict[str, str]) -> TaskInfo:
         job, index = split_task_id(tid)
-        try:
-            meta = json.loads(h.get("meta") or "{}")
-        except ValueError:
-            meta = {}
+        meta = object_field(h.get("meta"))
         warm = h.get("warm")
         return cls(
             task_id=tid, job_id=job, index=index, state=h.get("state", "unknown"),
-            input=h.get("input", ""), cost=_float(h.get("cost")) or 1.0,
-            lease_gen=_int(h.get("lease_gen")), attempt_count=_int(h.get("attempt_count")),
+            input=h.get("input", ""), cost=float_field(h.get("cost")) or 1.0,
+            lease_gen=int_field(h.get("lease_gen")),
+            attempt_count=int_field(h.get("attempt_count")),
             attempt_id=h.get("attempt_id", ""), worker_id=h.get("worker", ""),
             worker_name=h.get("worker_name", ""), backend=h.get("backend", ""),
             host=h.get("host", ""), result=h.get("result", ""),
-            claimed_ms=_int(h["claimed_ms"]) if h.get("claimed_ms") else None,
-            finished_ms=_int(h["finished_ms"]) if h.get("finished_ms") else None,
-            deadline_ms=_int(h["deadline_ms"]) if h.get("deadline_ms") else None,
-            predicted_s=_float(h.get("predicted_s")), run_s=_float(h.get("run_s")),
-            cold_s=_float(h.get("cold_s")), warm=None if warm in (None, "") else warm == "1",
+            claimed_ms=int_field(h["claimed_ms"]) if h.get("claimed_ms") else None,
+            finished_ms=int_field(h["finished_ms"]) if h.get("finished_ms") else None,
+            deadline_ms=int_field(h["deadline_ms"]) if h.get("deadline_ms") else None,
+            predicted_s=float_field(h.get("predicted_s")), run_s=float_field(h.get("run_s")),
+            cold_s=float_field(h.get("cold_s")), warm=None if warm in (None, "") else warm == "1",
             error=h.get("error", ""), error_kind=h.get("error_kind", ""),
             last_worker_id=h.get("last_worker", ""), meta=meta,
         )
@@ -185,20 +204,17 @@ class JobStatus:
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
-        try:
-            params = json.loads(h.get("params") or "{}")
-        except ValueError:
-            params = {}
+        params = object_field(h.get("params"))
         return cls(
             job_id=h["id"], app=h.get("app", ""), state=h.get("state", ""), params=params,
-            priority=_int(h.get("priority")), max_attempts=_int(h.get("max_attempts"), 1),
-            name=h.get("name", ""), created_ms=_int(h.get("created_ms")),
-            started_ms=_int(h["started_ms"]) if h.get("started_ms") else None,
-            finished_ms=_int(h["finished_ms"]) if h.get("finished_ms") else None,
-            total=_int(h.get("total")), pending=_int(h.get("pending")),
-            leased=_int(h.get("leased")), done=_int(h.get("done")),
-            failed=_int(h.get("failed")), cancelled=_int(h.get("cancelled")), tasks=tasks,
-            staged=_int(h.get("staged")),
+            priority=int_field(h.get("priority")), max_attempts=int_field(h.get("max_attempts"), 1),
+            name=h.get("name", ""), created_ms=int_field(h.get("created_ms")),
+            started_ms=int_field(h["started_ms"]) if h.get("started_ms") else None,
+            finished_ms=int_field(h["finished_ms"]) if h.get("finished_ms") else None,
+            total=int_field(h.get("total")), pending=int_field(h.get("pending")),
+            leased=int_field(h.get("leased")), done=int_field(h.get("done")),
+            failed=int_field(h.get("failed")), cancelled=int_field(h.get("cancelled")), tasks=tasks,
+            staged=int_field(h.get("staged")),
         )
 
     @property
@@ -256,30 +272,27 @@ class WorkerInfo:
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str]) -> WorkerInfo:
         apps = [a for a in h.get("apps", "").split(",") if a]
-        try:
-            cap = json.loads(h.get("capability") or "{}")
-        except ValueError:
-            cap = {}
+        cap = object_field(h.get("capability"))
         speeds = {
             app: {
-                "bench_s": _float(h.get(f"bench:{app}")), "ema_s": _float(h.get(f"ema:{app}")),
-                "samples": _int(h.get(f"n:{app}")), "cold_s": _float(h.get(f"cold:{app}")),
-                "load_s": _float(h.get(f"load:{app}")), "done": _int(h.get(f"done:{app}")),
+                "bench_s": float_field(h.get(f"bench:{app}")), "ema_s": float_field(h.get(f"ema:{app}")),
+                "samples": int_field(h.get(f"n:{app}")), "cold_s": float_field(h.get(f"cold:{app}")),
+                "load_s": float_field(h.get(f"load:{app}")), "done": int_field(h.get(f"done:{app}")),
             }
             for app in apps
         }
         return cls(
             worker_id=h.get("id", ""), name=h.get("name", ""), host=h.get("host", ""),
-            host_id=h.get("host_id", ""), node_id=h.get("node_id", ""), pid=_int(h.get("pid")),
+            host_id=h.get("host_id", ""), node_id=h.get("node_id", ""), pid=int_field(h.get("pid")),
             backend=h.get("backend", ""), device=h.get("device", ""),
-            memory_total=_int(h["memory_total"]) if h.get("memory_total") else None,
-            memory_free=_int(h["memory_free"]) if h.get("memory_free") else None,
+            memory_total=int_field(h["memory_total"]) if h.get("memory_total") else None,
+            memory_free=int_field(h["memory_free"]) if h.get("memory_free") else None,
             apps=apps, state=h.get("state", "") if alive or h.get("state") in ("lost", "stopped")
-            else "lost", alive=alive, joined_ms=_int(h.get("joined_ms")),
-            last_seen_ms=_int(h["last_seen_ms"]) if h.get("last_seen_ms") else None,
-            busy_until_ms=_int(h["busy_until_ms"]) if h.get("busy_until_ms") else None,
-            tasks_done=_int(h.get("tasks_done")), failures=_int(h.get("failures")),
-            oom=_int(h.get("oom")), gflops=_float(h.get("gflops")), current=current,
+            else "lost", alive=alive, joined_ms=int_field(h.get("joined_ms")),
+            last_seen_ms=int_field(h["last_seen_ms"]) if h.get("last_seen_ms") else None,
+            busy_until_ms=int_field(h["busy_until_ms"]) if h.get("busy_until_ms") else None,
+            tasks_done=int_field(h.get("tasks_done")), failures=int_field(h.get("failures")),
+            oom=int_field(h.get("oom")), gflops=float_field(h.get("gflops")), current=current,
             capability=cap, speeds=speeds,
         )
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nova_queue.models import Event, JobStatus, TaskInfo, WorkerInfo
+from nova_queue.stores import own_result_ext
 from nova_queue.web.text import BACKEND_LABELS, backend_label, fmt_age, fmt_bytes, fmt_seconds
 
 #: Results with these extensions are shown as images in the gallery.
@@ -74,7 +75,8 @@ def is_image_key(key: str) -> bool:
 
 def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
     """``TaskInfo.to_json()`` plus the texts and URLs a gallery card shows."""
-    done = task.state == "done" and bool(task.result)
+    # a result field any worker credential may HSET: shown only if it is the task's own key
+    done = task.state == "done" and own_result_ext(task) is not None
     owner = task.worker_name or task.worker_id
     if task.state == "leased":
         where = f" on {task.host}" if task.host else ""

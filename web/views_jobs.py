@@ -89,7 +89,7 @@ def task(job_id: str, index: int) -> Any:
     except TaskNotFoundError as exc:
         abort(404, str(exc))
     stored: dict[str, str] = {}
-    if view["result"]:
+    if view["result_url"]:  # the task's own result only (task_view checks the key)
         try:
             info = nova.store.head(view["result"])
             stored = dict(info.metadata) if info else {}

@@ -29,7 +29,7 @@ from PIL import Image, ImageDraw, ImageFont
 from nova_queue.client import NovaClient
 from nova_queue.errors import StoreError
 from nova_queue.models import JobStatus, TaskInfo
-from nova_queue.stores import MANIFEST_NAME, ArtifactKeys, ResultStore
+from nova_queue.stores import MANIFEST_NAME, ArtifactKeys, ResultStore, own_result_ext
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +96,7 @@ def sheet_layout(total: int) -> SheetLayout:
 
 def zip_name(task: TaskInfo) -> str:
     """A result's file name in the zip (the name ``nova-queue results`` writes, too)."""
-    ext = task.result.rsplit(".", 1)[-1] if "." in task.result else "bin"
-    return f"results/{task.index:05d}.{ext}"
+    return f"results/{task.index:05d}.{own_result_ext(task) or 'bin'}"
 
 
 def task_manifest(task: TaskInfo, file: str | None,
@@ -183,6 +182,10 @@ def _results(store: ResultStore, tasks: Sequence[TaskInfo]
 
     def fetch(task: TaskInfo) -> bytes | None:
         if task.state != "done" or not task.result:
+            return None
+        if own_result_ext(task) is None:  # the field is writable: it may point anywhere
+            log.warning("result %s of task %s is not its own lease's key; left out",
+                        task.result, task.task_id)
             return None
         try:
             return store.get(task.result).data

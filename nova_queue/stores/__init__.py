@@ -6,19 +6,26 @@ Key layout (every key passes :func:`validate_key`)::
     jobs/<job>/<name>                          manifest.json, contact-sheet.png, <job>.zip
 
 A result key names the lease that produced it, so it is written once and a stale worker's
-late upload can never replace the result of a newer lease.
+late upload can never replace the result of a newer lease. A task's ``result`` field is
+writable by any worker credential, so every reader (``nova-queue results``, the gallery,
+the post-worker) uses it only if it is that task's own key (:func:`own_result_ext`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import urllib.parse
+from typing import TYPE_CHECKING
 
 from nova_queue import keys
 from nova_queue.errors import ConfigError, StoreError
 from nova_queue.stores.base import ObjectInfo, ResultStore, StoredObject, validate_key
 from nova_queue.stores.file import FileStore
 from nova_queue.stores.s3 import S3Store, redact_url
+
+if TYPE_CHECKING:
+    from nova_queue.models import TaskInfo
 
 __all__ = [
     "MANIFEST_NAME",
@@ -32,6 +39,7 @@ __all__ = [
     "artifact_key",
     "artifact_names",
     "open_store",
+    "own_result_ext",
     "result_key",
     "validate_key",
 ]
@@ -68,6 +76,25 @@ def result_key(job_id: str, index: int, lease_gen: int, attempt_id: str, ext: st
     ext = ext.lstrip(".") if isinstance(ext, str) else ext
     _check_segments(job_id=job_id, attempt_id=attempt_id, ext=ext)
     return validate_key(keys.result_key(job_id, index, lease_gen, attempt_id, ext))
+
+
+#: A result's file extension (the store's format allows no other).
+_EXT_RE = re.compile(r"[A-Za-z0-9]{1,16}")
+
+
+def own_result_ext(task: TaskInfo) -> str | None:
+    """The extension of ``task``'s result if its key is the one the task's own lease writes
+    (its job, index, ``lease_gen`` and ``attempt_id``), else None: a ``result`` pointing
+    into another job, task or lease."""
+    name = task.result.rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1] if "." in name else ""
+    if not _EXT_RE.fullmatch(ext):
+        return None
+    try:
+        expected = result_key(task.job_id, task.index, task.lease_gen, task.attempt_id, ext)
+    except StoreError:  # no attempt id, or one that cannot be part of a key
+        return None
+    return ext if expected == task.result else None
 
 
 def artifact_key(job_id: str, name: str) -> str:

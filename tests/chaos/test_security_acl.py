@@ -195,7 +195,7 @@ def _gallery_pages(url: str, namespace: str, job: str) -> None:
     try:
         from nova_queue.web import create_app
     except ImportError:
-        return  # the web app is optional here; tests/test_web_*.py cover it
+        return  # the web app is optional here; tests/web/ covers it
     from nova_queue import Settings
 
     app = create_app({"TESTING": True, "SECRET_KEY": "acl"},
