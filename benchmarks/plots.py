@@ -18,6 +18,15 @@ def _pyplot() -> Any:
     return plt
 
 
+def _finish(plt: Any, fig: Any, ax: Any, title: str, path: Path) -> None:
+    """Title and legend, then write the PNG (110 dpi) and free the figure."""
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def makespan_plot(sched: dict[str, Any], path: Path) -> None:
     """Median makespan and median T* per policy × scenario."""
     plt = _pyplot()
@@ -41,11 +50,8 @@ def makespan_plot(sched: dict[str, Any], path: Path) -> None:
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylabel("seconds")
     ax.set_yscale("log")
-    ax.set_title("Makespan of 64 tasks on a 1× / 1.5× / 10× / 80× fleet (label: ÷ T*)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, "Makespan of 64 tasks on a 1× / 1.5× / 10× / 80× fleet (label: ÷ T*)",
+            path)
 
 
 def throughput_plot(tp: dict[str, Any], path: Path) -> None:
@@ -62,11 +68,7 @@ def throughput_plot(tp: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("worker processes")
     ax.set_ylabel("tasks per second")
     ax.set_ylim(bottom=0)
-    ax.set_title("Lifecycle throughput, no-op tasks, one Redis")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, "Lifecycle throughput, no-op tasks, one Redis", path)
 
 
 def recovery_plot(rec: dict[str, Any], path: Path) -> None:
@@ -83,11 +85,7 @@ def recovery_plot(rec: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("lease TTL (s)")
     ax.set_ylabel("seconds")
     ax.set_xticks(ttls)
-    ax.set_title("Recovery of a killed worker's task")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, "Recovery of a killed worker's task", path)
 
 
 def write_all(results: dict[str, Any], folder: Path) -> list[Path]:

@@ -32,6 +32,9 @@ from nova_queue import NovaClient, TaskSpec
 from nova_queue.apps.synthetic import jittered_seconds
 from nova_queue.local import RedisServer, wait_for
 
+# long: one experiment, four policies (nova, FIFO, static split, RQ) on the same fleet,
+# the same tasks and the same measure; apart, the baselines could drift from it
+
 FLEET = (
     WorkerClass("h100", 1.0, "H100-like, 1×"),
     WorkerClass("rtx4090", 1.5, "4090-like, 1.5×"),

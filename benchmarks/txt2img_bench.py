@@ -120,8 +120,7 @@ def _size(text: str) -> tuple[int, int]:
     return int(width), int(height or width)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; print a table (and write JSON with ``--json``)."""
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="hub id or local folder (default: build a random model)")
     ap.add_argument("--full-size-random", action="store_true",
@@ -140,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", type=Path, help="write the results here")
     ap.add_argument("--doc", type=Path, help="record the run (date, machine, table) in this "
                     "Markdown file, e.g. docs/BENCHMARKS.md (one block per backend/model/size)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print a table (and write JSON with ``--json``)."""
+    args = _parser().parse_args(argv)
 
     import diffusers
     import torch

@@ -4,11 +4,13 @@ The fenced worker calls (claim / renew / complete / fail, ...) are mixed in from
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import secrets
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from typing import Any
@@ -34,6 +36,7 @@ from nova_queue.models import (
     TaskInfo,
     TaskSpec,
     WorkerInfo,
+    int_field,
 )
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
@@ -120,55 +123,68 @@ class NovaClient(WorkerCalls):
         k = self.keys
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
                 k.events(), k.apps()]
-        starts = range(0, len(tasks), chunk_size)
-        created = False
-
-        def pack(start: int) -> list[Any]:
-            first, last = start == 0, start + chunk_size >= len(tasks)
-            args: list[Any] = [self.prefix, job_id, int(first), int(last),
-                               meta if first else "", start, self._maxlen]
-            costs: dict[float, str] = {}
-            for spec in tasks[start:start + chunk_size]:
-                cost = costs.get(spec.cost)
-                if cost is None:
-                    cost = costs[spec.cost] = repr(float(spec.cost))
-                args += [spec.input, cost]
-            return args
-
-        def send(args: list[Any]) -> None:
-            nonlocal created
-            res = self._call("enqueue", keys, args)
-            errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
-            created = True
-            # a large job into a busy queue is published 2,000 tasks per call
-            while int(res[2]) > 0:
-                res = self._call("enqueue", keys, [self.prefix, job_id, 0, 1, "", len(tasks),
-                                                   self._maxlen])
-                errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
-
-        inflight: Future[None] | None = None
+        created = threading.Event()  # set once a call created the job: undo it on failure
         try:
-            if len(starts) == 1:
-                send(pack(0))
-            else:
-                # a large job: pack the next chunk while Redis runs the one before it (one
-                # thread, chunks strictly in order; the script rejects any out of order)
-                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nova-enqueue") as pool:
-                    for start in starts:
-                        args = pack(start)
-                        if inflight is not None:
-                            inflight.result()
-                        inflight = pool.submit(send, args)
-                    inflight.result()
+            self._send_chunks(
+                functools.partial(self._chunk_args, job_id, meta, tasks, chunk_size),
+                functools.partial(self._send_chunk, keys, job_id, len(tasks), created),
+                range(0, len(tasks), chunk_size))
         except BaseException:
-            if inflight is not None:
-                futures_wait([inflight])  # `created` is final once no chunk is in flight
-            if created:
+            if created.is_set():
                 self._abort(job_id)
             raise
         # DEBUG: callers (the CLI) print the id themselves; INFO would repeat it on every enqueue
         log.debug("enqueued job %s: %d %s tasks", job_id, len(tasks), app)
         return job_id
+
+    def _chunk_args(self, job_id: str, meta: str, tasks: Sequence[TaskSpec], chunk_size: int,
+                    start: int) -> list[Any]:
+        """enqueue-8's ARGV for the chunk of ``tasks`` from ``start``: the job's fields with
+        the first chunk, publish with the last; each distinct cost formatted once."""
+        first, last = start == 0, start + chunk_size >= len(tasks)
+        args: list[Any] = [self.prefix, job_id, int(first), int(last),
+                           meta if first else "", start, self._maxlen]
+        costs: dict[float, str] = {}
+        for spec in tasks[start:start + chunk_size]:
+            cost = costs.get(spec.cost)
+            if cost is None:
+                cost = costs[spec.cost] = repr(float(spec.cost))
+            args += [spec.input, cost]
+        return args
+
+    def _send_chunk(self, keys: list[str], job_id: str, n_tasks: int,
+                    created: threading.Event, args: list[Any]) -> None:
+        """One enqueue-8 call; then, while it says so, calls that publish the rest."""
+        res = self._call("enqueue", keys, args)
+        errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
+        created.set()
+        # a large job into a busy queue is published 2,000 tasks per call
+        while int(res[2]) > 0:
+            res = self._call("enqueue", keys, [self.prefix, job_id, 0, 1, "", n_tasks,
+                                               self._maxlen])
+            errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
+
+    @staticmethod
+    def _send_chunks(pack: Callable[[int], list[Any]], send: Callable[[list[Any]], None],
+                     starts: range) -> None:
+        """Send every chunk, strictly in order (the script rejects any out of order); for a
+        large job, pack the next chunk while Redis runs the one before it (one thread)."""
+        if len(starts) == 1:
+            send(pack(0))
+            return
+        inflight: Future[None] | None = None
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nova-enqueue") as pool:
+                for start in starts:
+                    args = pack(start)
+                    if inflight is not None:
+                        inflight.result()
+                    inflight = pool.submit(send, args)
+                inflight.result()
+        except BaseException:
+            if inflight is not None:
+                futures_wait([inflight])  # `created` is final once no chunk is in flight
+            raise
 
     @staticmethod
     def _validate_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
@@ -239,7 +255,7 @@ class NovaClient(WorkerCalls):
         h = self.redis.hgetall(self.keys.job(job_id))
         if not h or h.get("state") == "staging":
             raise errors.JobNotFoundError(f"unknown job {job_id}")
-        tasks = self.tasks(job_id, 0, int(h.get("total", 0))) if with_tasks else []
+        tasks = self.tasks(job_id, 0, int_field(h.get("total"))) if with_tasks else []
         return JobStatus.from_hash(h, tasks)
 
     def staging_job(self, job_id: str) -> JobStatus | None:
@@ -253,20 +269,21 @@ class NovaClient(WorkerCalls):
         return JobStatus.from_hash(h, [])
 
     def tasks(self, job_id: str, start: int = 0, stop: int | None = None) -> list[TaskInfo]:
-        """Tasks ``start`` .. ``stop - 1`` of a job (up to the first 1000 missing in a row:
-        a job's ``total`` is a writable field, so it does not decide how long this reads)."""
+        """Tasks ``start`` .. ``stop - 1`` of a job, up to the first missing one: a job's
+        tasks are 0 .. total-1 without gaps, and ``total`` is a writable field, so neither it
+        nor task hashes planted far apart decide how long this reads."""
         if stop is None:
-            stop = int(self.redis.hget(self.keys.job(job_id), "total") or 0)
+            stop = int_field(self.redis.hget(self.keys.job(job_id), "total"))
         out: list[TaskInfo] = []
         for lo in range(start, stop, 1000):
             ids = [task_id(job_id, i) for i in range(lo, min(lo + 1000, stop))]
             pipe = self.redis.pipeline(transaction=False)
             for tid in ids:
                 pipe.hgetall(self.keys.task(tid))
-            found = [TaskInfo.from_hash(tid, h) for tid, h in zip(ids, pipe.execute()) if h]
-            if not found:
-                break
-            out += found
+            for tid, h in zip(ids, pipe.execute()):
+                if not h:
+                    return out
+                out.append(TaskInfo.from_hash(tid, h))
         return out
 
     def task(self, tid: str) -> TaskInfo:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from typing import Any
 
@@ -46,9 +47,15 @@ def connect(url: str, *, decode_responses: bool = True, **kwargs: Any) -> redis.
         raise ConfigError(
             f"invalid Redis URL {redact_url(url)!r}: use redis://, rediss:// (TLS) or unix://"
         )
+    if parts.scheme != "unix" and not _DB_PATH.fullmatch(urllib.parse.unquote(parts.path)):
+        # redis-py would quietly use database 0 for a path that is not a number
+        raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: the path must be a database "
+                          f"number (/0), not {parts.path!r}")
     query = urllib.parse.parse_qs(parts.query)
     cluster = query.pop("cluster", ["false"])[-1].lower() in ("1", "true", "yes")
-    clean_url = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, doseq=True)))
+    # by hand: urlunsplit would turn unix:///path into unix:/path, which redis-py refuses
+    rest = urllib.parse.urlencode(query, doseq=True)
+    clean_url = f"{parts.scheme}://{parts.netloc}{parts.path}" + (f"?{rest}" if rest else "")
     options: dict[str, Any] = {
         "decode_responses": decode_responses,
         "socket_timeout": SOCKET_TIMEOUT_S,
@@ -59,14 +66,40 @@ def connect(url: str, *, decode_responses: bool = True, **kwargs: Any) -> redis.
         "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
         **kwargs,
     }
+    if parts.scheme == "unix":
+        options.pop("socket_keepalive")  # a TCP option: redis-py's socket connection refuses it
     try:
         if cluster:
             options.pop("health_check_interval", None)
             options.pop("retry_on_error", None)
             return _cluster_client().from_url(clean_url, **options)  # type: ignore[return-value]
-        return redis.Redis.from_url(clean_url, **options)
+        client = redis.Redis.from_url(clean_url, **options)
     except ValueError as exc:
         raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {exc}") from None
+    if query:
+        _check_query_options(client, url, parts.scheme)
+    return client
+
+
+#: What redis-py reads as the database of a ``redis://`` or ``rediss://`` URL.
+_DB_PATH = re.compile(r"/?(\d+/?)?")
+
+
+def _check_query_options(client: redis.Redis, url: str, scheme: str) -> None:
+    """Refuse query options the connection does not take (``?foo=1``, ``?ssl_ca_certs``
+    without ``rediss://``): redis-py would raise a TypeError only at the first command.
+    Building a connection object checks them against redis-py itself; it opens no socket."""
+    pool = client.connection_pool
+    try:
+        pool.connection_class(**pool.connection_kwargs).disconnect()
+    except TypeError as exc:
+        client.close()
+        found = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+        name = found.group(1) if found else None
+        what = f"unknown option {name!r} in the query" if name else str(exc)
+        if name and name.startswith("ssl") and scheme != "rediss":
+            what += " (TLS options need rediss://)"
+        raise ConfigError(f"invalid Redis URL {redact_url(url)!r}: {what}") from None
 
 
 def _cluster_client() -> type:

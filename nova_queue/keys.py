@@ -1,4 +1,4 @@
-"""The Redis keyspace. This docstring is the schema; ``tests/test_keys.py`` pins it.
+"""The Redis keyspace. This docstring is the schema; ``tests/core/test_keys.py`` pins it.
 
 Every key of a namespace starts with ``nova:{<ns>}:`` — the braces are a Redis Cluster
 hash tag, so all keys of one namespace live in one slot and every script runs on a

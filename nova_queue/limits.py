@@ -1,5 +1,5 @@
 """Bounds the Lua scripts enforce, mirrored for the Python side (one definition in Lua:
-``nova_queue/lua/includes/common.lua``; ``tests/test_script_bounds.py`` pins that these
+``nova_queue/lua/includes/common.lua``; ``tests/core/test_script_bounds.py`` pins that these
 equal it). The client checks them before calling, so a bad argument fails with a clear
 message instead of the script's BAD_INPUT."""
 

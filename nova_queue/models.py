@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 
 from nova_queue.keys import split_task_id
@@ -30,6 +31,7 @@ class Lease:
     params: dict[str, Any]
     lease_gen: int
     attempt_id: str
+    #: which attempt this lease is, 1 for the first (the task's ``attempt_count`` now)
     attempt: int
     deadline_ms: int
     predicted_s: float | None
@@ -80,18 +82,38 @@ class FailResult:
     state: str
 
 
-def _int(v: Any, default: int = 0) -> int:
-    try:
-        return int(float(v))
-    except (TypeError, ValueError):
-        return default
+#: Largest magnitude a number read back from Redis is taken at (2**53: what a double, and so
+#: JSON, holds exactly; far past any real count, size or time in ms). Any worker credential
+#: may HSET a field to anything ("inf", "1e400", 400 digits), and one unreadable field must
+#: not break a page, a CLI table or the post-worker.
+MAX_FIELD_NUMBER = 2**53
 
 
-def _float(v: Any) -> float | None:
+def int_field(v: Any, default: int = 0) -> int:
+    """A hash field as an int: ``default`` unless it is a finite number within
+    :data:`MAX_FIELD_NUMBER`."""
+    f = float_field(v)
+    return default if f is None else int(f)
+
+
+def float_field(v: Any) -> float | None:
+    """A hash field as a float: None unless it is a finite number within
+    :data:`MAX_FIELD_NUMBER`."""
     try:
-        return float(v) if v not in (None, "") else None
+        f = float(v) if v not in (None, "") else None
     except (TypeError, ValueError):
         return None
+    return f if f is not None and math.isfinite(f) and abs(f) <= MAX_FIELD_NUMBER else None
+
+
+def object_field(v: Any) -> dict[str, Any]:
+    """A hash field holding a JSON object; ``{}`` for anything else (a list, a number,
+    nesting too deep for the parser)."""
+    try:
+        out = json.loads(v or "{}")
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    return out if isinstance(out, dict) else {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,10 +127,13 @@ class TaskInfo:
     input: str
     cost: float
     lease_gen: int
-    attempts: int
+    #: attempts counted so far (Redis field ``attempt_count``; 0 before the first claim)
+    attempt_count: int
     attempt_id: str
+    #: the holder's id (Redis field ``worker``)
     worker_id: str
-    worker: str
+    #: the holder's name (Redis field ``worker_name``)
+    worker_name: str
     backend: str
     host: str
     result: str
@@ -121,7 +146,8 @@ class TaskInfo:
     warm: bool | None
     error: str
     error_kind: str
-    last_worker: str
+    #: id of the worker that last released or lost the task (Redis field ``last_worker``)
+    last_worker_id: str
     meta: dict[str, Any]
     #: The attempt's run-time limit (Redis ms) while leased.
     run_deadline_ms: int | None = None
@@ -136,30 +162,28 @@ class TaskInfo:
     @classmethod
     def from_hash(cls, tid: str, h: dict[str, str]) -> TaskInfo:
         job, index = split_task_id(tid)
-        try:
-            meta = json.loads(h.get("meta") or "{}")
-        except ValueError:
-            meta = {}
+        meta = object_field(h.get("meta"))
         warm = h.get("warm")
         return cls(
             task_id=tid, job_id=job, index=index, state=h.get("state", "unknown"),
-            input=h.get("input", ""), cost=_float(h.get("cost")) or 1.0,
-            lease_gen=_int(h.get("lease_gen")), attempts=_int(h.get("attempt_count")),
+            input=h.get("input", ""), cost=float_field(h.get("cost")) or 1.0,
+            lease_gen=int_field(h.get("lease_gen")),
+            attempt_count=int_field(h.get("attempt_count")),
             attempt_id=h.get("attempt_id", ""), worker_id=h.get("worker", ""),
-            worker=h.get("worker_name", ""), backend=h.get("backend", ""),
+            worker_name=h.get("worker_name", ""), backend=h.get("backend", ""),
             host=h.get("host", ""), result=h.get("result", ""),
-            claimed_ms=_int(h["claimed_ms"]) if h.get("claimed_ms") else None,
-            finished_ms=_int(h["finished_ms"]) if h.get("finished_ms") else None,
-            deadline_ms=_int(h["deadline_ms"]) if h.get("deadline_ms") else None,
-            predicted_s=_float(h.get("predicted_s")), run_s=_float(h.get("run_s")),
-            cold_s=_float(h.get("cold_s")), warm=None if warm in (None, "") else warm == "1",
+            claimed_ms=int_field(h["claimed_ms"]) if h.get("claimed_ms") else None,
+            finished_ms=int_field(h["finished_ms"]) if h.get("finished_ms") else None,
+            deadline_ms=int_field(h["deadline_ms"]) if h.get("deadline_ms") else None,
+            predicted_s=float_field(h.get("predicted_s")), run_s=float_field(h.get("run_s")),
+            cold_s=float_field(h.get("cold_s")), warm=None if warm in (None, "") else warm == "1",
             error=h.get("error", ""), error_kind=h.get("error_kind", ""),
-            last_worker=h.get("last_worker", ""), meta=meta,
-            run_deadline_ms=_int(h["run_deadline_ms"]) if h.get("run_deadline_ms") else None,
+            last_worker_id=h.get("last_worker", ""), meta=meta,
+            run_deadline_ms=int_field(h["run_deadline_ms"]) if h.get("run_deadline_ms") else None,
             failed_on=tuple(w for w in h.get("failed_on", "").split(",") if w),
             backup={"worker_id": h["b_worker"], "worker": h.get("b_worker_name", ""),
-                    "backend": h.get("b_backend", ""), "lease_gen": _int(h.get("b_lease_gen")),
-                    "claimed_ms": _int(h.get("b_claimed_ms"))} if h.get("b_worker") else None,
+                    "backend": h.get("b_backend", ""), "lease_gen": int_field(h.get("b_lease_gen")),
+                    "claimed_ms": int_field(h.get("b_claimed_ms"))} if h.get("b_worker") else None,
             won_by_backup=h.get("won_by_backup") == "1",
         )
 
@@ -167,14 +191,14 @@ class TaskInfo:
         """The ``status --json`` / ``/api/jobs/<id>`` shape of one task."""
         return {
             "id": self.task_id, "index": self.index, "state": self.state, "prompt": self.input,
-            "cost": self.cost, "worker": self.worker, "worker_id": self.worker_id,
+            "cost": self.cost, "worker": self.worker_name, "worker_id": self.worker_id,
             "backend": self.backend, "host": self.host, "lease_gen": self.lease_gen,
-            "attempts": self.attempts, "attempt_id": self.attempt_id, "result": self.result,
+            "attempts": self.attempt_count, "attempt_id": self.attempt_id, "result": self.result,
             "claimed_ms": self.claimed_ms, "finished_ms": self.finished_ms,
             "deadline_ms": self.deadline_ms, "predicted_s": self.predicted_s,
             "run_s": self.run_s, "cold_s": self.cold_s, "warm": self.warm,
             "error": self.error, "error_kind": self.error_kind,
-            "last_worker": self.last_worker, "meta": self.meta,
+            "last_worker": self.last_worker_id, "meta": self.meta,
             "run_deadline_ms": self.run_deadline_ms, "failed_on": list(self.failed_on),
             "backup": self.backup, "won_by_backup": self.won_by_backup,
         }
@@ -208,20 +232,17 @@ class JobStatus:
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
-        try:
-            params = json.loads(h.get("params") or "{}")
-        except ValueError:
-            params = {}
+        params = object_field(h.get("params"))
         return cls(
             job_id=h["id"], app=h.get("app", ""), state=h.get("state", ""), params=params,
-            priority=_int(h.get("priority")), max_attempts=_int(h.get("max_attempts"), 1),
-            name=h.get("name", ""), created_ms=_int(h.get("created_ms")),
-            started_ms=_int(h["started_ms"]) if h.get("started_ms") else None,
-            finished_ms=_int(h["finished_ms"]) if h.get("finished_ms") else None,
-            total=_int(h.get("total")), pending=_int(h.get("pending")),
-            leased=_int(h.get("leased")), done=_int(h.get("done")),
-            failed=_int(h.get("failed")), cancelled=_int(h.get("cancelled")), tasks=tasks,
-            staged=_int(h.get("staged")), timeout_s=_float(h.get("timeout_s")),
+            priority=int_field(h.get("priority")), max_attempts=int_field(h.get("max_attempts"), 1),
+            name=h.get("name", ""), created_ms=int_field(h.get("created_ms")),
+            started_ms=int_field(h["started_ms"]) if h.get("started_ms") else None,
+            finished_ms=int_field(h["finished_ms"]) if h.get("finished_ms") else None,
+            total=int_field(h.get("total")), pending=int_field(h.get("pending")),
+            leased=int_field(h.get("leased")), done=int_field(h.get("done")),
+            failed=int_field(h.get("failed")), cancelled=int_field(h.get("cancelled")), tasks=tasks,
+            staged=int_field(h.get("staged")), timeout_s=float_field(h.get("timeout_s")),
         )
 
     @property
@@ -288,36 +309,33 @@ class WorkerInfo:
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str]) -> WorkerInfo:
         apps = [a for a in h.get("apps", "").split(",") if a]
-        try:
-            cap = json.loads(h.get("capability") or "{}")
-        except ValueError:
-            cap = {}
+        cap = object_field(h.get("capability"))
         speeds = {
             app: {
-                "bench_s": _float(h.get(f"bench:{app}")), "ema_s": _float(h.get(f"ema:{app}")),
-                "samples": _int(h.get(f"n:{app}")), "cold_s": _float(h.get(f"cold:{app}")),
-                "load_s": _float(h.get(f"load:{app}")), "done": _int(h.get(f"done:{app}")),
+                "bench_s": float_field(h.get(f"bench:{app}")), "ema_s": float_field(h.get(f"ema:{app}")),
+                "samples": int_field(h.get(f"n:{app}")), "cold_s": float_field(h.get(f"cold:{app}")),
+                "load_s": float_field(h.get(f"load:{app}")), "done": int_field(h.get(f"done:{app}")),
             }
             for app in apps
         }
         return cls(
             worker_id=h.get("id", ""), name=h.get("name", ""), host=h.get("host", ""),
-            host_id=h.get("host_id", ""), node_id=h.get("node_id", ""), pid=_int(h.get("pid")),
+            host_id=h.get("host_id", ""), node_id=h.get("node_id", ""), pid=int_field(h.get("pid")),
             backend=h.get("backend", ""), device=h.get("device", ""),
-            memory_total=_int(h["memory_total"]) if h.get("memory_total") else None,
-            memory_free=_int(h["memory_free"]) if h.get("memory_free") else None,
+            memory_total=int_field(h["memory_total"]) if h.get("memory_total") else None,
+            memory_free=int_field(h["memory_free"]) if h.get("memory_free") else None,
             apps=apps, state=h.get("state", "") if alive or h.get("state") in ("lost", "stopped")
-            else "lost", alive=alive, joined_ms=_int(h.get("joined_ms")),
-            last_seen_ms=_int(h["last_seen_ms"]) if h.get("last_seen_ms") else None,
-            busy_until_ms=_int(h["busy_until_ms"]) if h.get("busy_until_ms") else None,
-            tasks_done=_int(h.get("tasks_done")), failures=_int(h.get("failures")),
-            oom=_int(h.get("oom")), gflops=_float(h.get("gflops")), current=current,
+            else "lost", alive=alive, joined_ms=int_field(h.get("joined_ms")),
+            last_seen_ms=int_field(h["last_seen_ms"]) if h.get("last_seen_ms") else None,
+            busy_until_ms=int_field(h["busy_until_ms"]) if h.get("busy_until_ms") else None,
+            tasks_done=int_field(h.get("tasks_done")), failures=int_field(h.get("failures")),
+            oom=int_field(h.get("oom")), gflops=float_field(h.get("gflops")), current=current,
             capability=cap, speeds=speeds, quarantined=h.get("quarantined") == "1",
             quarantine_reason=h.get("quarantine_reason", "") if h.get("quarantined") == "1" else "",
-            quarantine_until_ms=(_int(h["quarantine_until_ms"])
+            quarantine_until_ms=(int_field(h["quarantine_until_ms"])
                                  if h.get("quarantined") == "1" and h.get("quarantine_until_ms")
                                  else None),
-            fail_streak=_int(h.get("fail_streak")), last_error=h.get("last_error", ""),
+            fail_streak=int_field(h.get("fail_streak")), last_error=h.get("last_error", ""),
         )
 
     def to_json(self) -> dict[str, Any]:

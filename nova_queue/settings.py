@@ -106,7 +106,8 @@ class Settings:
         if self.heartbeat_interval_s <= 0 or self.lease_ttl_s <= 0:
             raise ConfigError("heartbeat interval and lease TTL must be positive")
         # a holder renews at most one interval late and one more after an outage; the
-        # grace trigger (client._gap_ms) must fire before that can expire a live lease
+        # grace trigger (WorkerCalls._gap_ms in worker_calls.py) must fire before that can
+        # expire a live lease
         if self.lease_ttl_s < 4 * self.heartbeat_interval_s:
             raise ConfigError(
                 f"lease TTL ({self.lease_ttl_s:g} s) must be at least 4 x the heartbeat "

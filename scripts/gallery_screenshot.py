@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nova_queue.demo import Demo, DemoOptions
+from nova_queue.cli.demo_pool import Demo, DemoOptions
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1280, "height": 900}
@@ -42,7 +42,7 @@ def run_demo(prompts: int, workers: int) -> tuple[Demo, str, int]:
     if not demo.follow():
         raise SystemExit(f"error: demo job {job} did not finish cleanly; logs in {demo.data}")
     lost = [e for e in demo.client.recent_events(1000) if e.type == "worker_lost"]
-    recovered = [t.index for t in demo.client.job(job).tasks if t.attempts >= 2]
+    recovered = [t.index for t in demo.client.job(job).tasks if t.attempt_count >= 2]
     if not lost or not recovered:
         raise SystemExit("error: no worker was lost or no task recovered (the kill came too "
                          "late?); run again")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from novatests.s3 import ACCESS_KEY, REGION, SECRET_KEY, SeaweedS3
+from novatests.s3 import SeaweedS3, use_dummy_credentials
 
 from nova_queue.errors import ConfigError
 from nova_queue.local import RedisServer, find_redis_server
@@ -88,13 +88,7 @@ def nova(redis_url: str, namespace: str):
 def s3_server() -> Iterator[SeaweedS3]:
     """The session's SeaweedFS S3 server; AWS_* env vars hold its dummy credentials."""
     with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
-                     "AWS_ENDPOINT_URL_S3"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-        mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-        mp.setenv("AWS_DEFAULT_REGION", REGION)
-        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        use_dummy_credentials(mp)
         server = SeaweedS3().start()
         try:
             yield server

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nova_queue.models import Event, JobStatus, TaskInfo, WorkerInfo
+from nova_queue.stores import own_result_ext
 from nova_queue.web.text import BACKEND_LABELS, backend_label, fmt_age, fmt_bytes, fmt_seconds
 
 #: Results with these extensions are shown as images in the gallery.
@@ -74,16 +75,17 @@ def is_image_key(key: str) -> bool:
 
 def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
     """``TaskInfo.to_json()`` plus the texts and URLs a gallery card shows."""
-    done = task.state == "done" and bool(task.result)
-    owner = task.worker or task.worker_id
+    # a result field any worker credential may HSET: shown only if it is the task's own key
+    done = task.state == "done" and own_result_ext(task) is not None
+    owner = task.worker_name or task.worker_id
     if task.state == "leased":
         where = f" on {task.host}" if task.host else ""
         owner_text = f"running on {owner} ({backend_label(task.backend)}{where})"
     elif task.state == "pending":
-        owner_text = ("waiting for a worker" if task.attempts == 0
-                      else f"requeued after attempt {task.attempts}")
+        owner_text = ("waiting for a worker" if task.attempt_count == 0
+                      else f"requeued after attempt {task.attempt_count}")
     elif task.state == "failed":
-        owner_text = f"failed after {_count(task.attempts, 'attempt')}"
+        owner_text = f"failed after {_count(task.attempt_count, 'attempt')}"
     elif task.state == "cancelled":
         owner_text = "cancelled"
     else:
@@ -103,7 +105,7 @@ def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
         "result_url": result_url(task.result) if done else None,
         "image_url": result_url(task.result) if done and is_image_key(task.result) else None,
         "owner_text": owner_text,
-        "attempt_text": f"attempt {task.attempts}" if task.attempts else "",
+        "attempt_text": f"attempt {task.attempt_count}" if task.attempt_count else "",
         "gen_text": f"lease gen {task.lease_gen}" if task.lease_gen else "",
         "warm_text": "" if task.warm is None else ("warm" if task.warm else "cold"),
         "timing_text": timing,

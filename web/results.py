@@ -1,7 +1,8 @@
 """``/results/<key>``: stored results and job artifacts, served through the app.
 
 Only keys something references can be read: a task's current result
-(``jobs/<job>/results/<index>-...``, checked against the task's ``result`` field) or a
+(``jobs/<job>/results/<index>-...``, checked against the task's ``result`` field, which
+must be the task's own lease's key: :func:`nova_queue.stores.own_result_ext`) or a
 job artifact (``jobs/<job>/manifest.json``, ``contact-sheet.png``, ``<job>.zip``) of a job
 that exists. Everything else is 404, so the store cannot be browsed or escaped.
 
@@ -21,8 +22,7 @@ from flask import Blueprint, Response, abort, redirect, request
 
 from nova_queue.errors import JobNotFoundError, ObjectNotFoundError, StoreError, TaskNotFoundError
 from nova_queue.keys import task_id
-from nova_queue.post.names import artifact_names
-from nova_queue.stores import validate_key
+from nova_queue.stores import artifact_names, own_result_ext, validate_key
 from nova_queue.web.extensions import nova
 
 bp = Blueprint("results", __name__)
@@ -46,7 +46,7 @@ def is_referenced(key: str) -> bool:
             task = client.task(task_id(m.group("job"), int(m.group("index"))))
         except TaskNotFoundError:
             return False
-        return task.result == key
+        return task.result == key and own_result_ext(task) is not None
     m = _ARTIFACT_RE.match(key)
     if m and m.group("name") in artifact_names(m.group("job")):
         try:

@@ -11,8 +11,7 @@ from flask import Blueprint, abort, redirect, render_template, request, url_for
 from nova_queue.apps.registry import available_apps
 from nova_queue.errors import JobNotFoundError, NovaError, StoreError, TaskNotFoundError
 from nova_queue.keys import task_id
-from nova_queue.post.names import artifact_names
-from nova_queue.stores import artifact_key
+from nova_queue.stores import artifact_key, artifact_names
 from nova_queue.web.auth import denied, lock_session, require_write
 from nova_queue.web.extensions import nova
 from nova_queue.web.live import result_url, window_start
@@ -90,7 +89,7 @@ def task(job_id: str, index: int) -> Any:
     except TaskNotFoundError as exc:
         abort(404, str(exc))
     stored: dict[str, str] = {}
-    if view["result"]:
+    if view["result_url"]:  # the task's own result only (task_view checks the key)
         try:
             info = nova.store.head(view["result"])
             stored = dict(info.metadata) if info else {}

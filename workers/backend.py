@@ -82,9 +82,9 @@ def detect_backend(requested: str = "auto") -> BackendInfo:
     )
 
 
-def device_score_gflops(info: BackendInfo, seconds: float = 0.5) -> float:
-    """Matmul GFLOP/s on ``info``'s device (fp16 on GPUs, fp32 on cpu), timed ~``seconds``."""
-    budget_s = max(0.01, float(seconds))
+def device_score_gflops(info: BackendInfo, budget_s: float = 0.5) -> float:
+    """Matmul GFLOP/s on ``info``'s device (fp16 on GPUs, fp32 on cpu), timed ~``budget_s``."""
+    budget_s = max(0.01, float(budget_s))
     if info.torch_version is None:
         return _pure_python_gflops(budget_s)
     import torch

@@ -72,7 +72,8 @@ class WorkerOptions:
     max_tasks: int | None = None
     app_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
     benchmark: bool = True
-    gflops_s: float = 0.3
+    #: seconds the matmul device score (registered as ``gflops``) may take; 0 skips it
+    device_score_s: float = 0.3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,8 +134,8 @@ class Worker:
                                                public_endpoint=self.settings.s3_public_endpoint)
         self.ctx = self._app_context()
         self._load_apps()
-        gflops = (device_score_gflops(self.info, self.options.gflops_s)
-                  if self.options.gflops_s else None)
+        gflops = (device_score_gflops(self.info, self.options.device_score_s)
+                  if self.options.device_score_s else None)
         self._benchmark_apps()
         self._fields = self._registry_fields(node, gflops)
         self.heartbeat = Heartbeat(self.client, self.worker_id,

@@ -45,6 +45,7 @@ class TaskInput:
     input: str
     cost: float
     params: Mapping[str, Any]  # already parsed by the spec's parse_params
+    #: which attempt this is, 1 for the first (the task's ``attempt_count`` once claimed)
     attempt: int
     lease_gen: int
     attempt_id: str

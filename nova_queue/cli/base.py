@@ -150,6 +150,8 @@ def shared_options(*, local: bool = False) -> Callable[[Callable[..., Any]], Cal
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
+            if local:
+                _refuse_unused(ctx)
             own = {name: kwargs.pop(name) for name in names}
             parent = ctx.parent.params if ctx.parent else {}
             values = {**{n: parent.get(n) for n in _SHARED}, **_merged(ctx, own)}
@@ -159,6 +161,20 @@ def shared_options(*, local: bool = False) -> Callable[[Callable[..., Any]], Cal
         return _apply_shared(wrapper, names)
 
     return decorate
+
+
+def _refuse_unused(ctx: click.Context) -> None:
+    """A local command given ``--redis``, ``--store`` or ``--namespace`` before its name:
+    say that it does not use them rather than ignore them (after the name, click already
+    refuses them as unknown options)."""
+    parent = ctx.parent
+    for name in _SHARED:
+        if name in _LOCAL or parent is None:
+            continue
+        if parent.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            raise click.UsageError(
+                f"{_SHARED[name][0][0]} does not apply to '{ctx.command_path}': it uses no "
+                "shared Redis, store or namespace", ctx)
 
 
 def _make_context(values: dict[str, Any]) -> Context:
@@ -179,5 +195,6 @@ def _make_context(values: dict[str, Any]) -> Context:
 def cli(**_shared: Any) -> None:
     """nova-queue: one compute pool from mixed GPUs and CPUs.
 
-    The options below work before or after the command name (after wins).
+    The options below work before or after the command name (after wins); demo and
+    make-model take only --log-level and --debug.
     """

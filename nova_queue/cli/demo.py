@@ -39,7 +39,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def demo(workers: int, prompts: int, data: Path | None, port: int, no_browser: bool,
          kill_one: bool, app: str, model: str | None, exit_when_done: bool) -> None:
     """Run a whole pool on this machine: Redis, gallery, workers, and a job of prompts."""
-    from nova_queue.demo import Demo, DemoOptions
+    from nova_queue.cli.demo_pool import Demo, DemoOptions
 
     if app == "txt2img" and not model:
         fail("--app txt2img needs --model DIR (nova-queue make-model DIR writes a tiny one)")

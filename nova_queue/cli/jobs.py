@@ -124,17 +124,17 @@ def status(ctx: Context, job_id: str, as_json: bool) -> None:
     if as_json:
         click.echo(safe_json({**st.to_json(), "eligible_workers": eligible}))
         return
-    click.echo(f"job {st.job_id}  app {visible(st.app)}  state {st.state}  "
-               f"name '{visible(st.name)}'")
+    click.echo(f"job {visible(st.job_id)}  app {visible(st.app)}  "
+               f"state {visible(st.state)}  name '{visible(st.name)}'")
     click.echo(f"  {st.total} tasks: {st.pending} pending, {st.leased} running, {st.done} done, "
                f"{st.failed} failed, {st.cancelled} cancelled")
     if not eligible and not st.finished and st.pending:
         click.echo(f"  warning: {no_worker_note(client, st.app)}; its tasks wait until one joins")
     click.echo(f"  {'#':>5}  {'STATE':9} {'WORKER':20} {'BACKEND':7} {'ATT':>3} {'GEN':>3}  PROMPT")
     for t in st.tasks:
-        who = t.worker or (f"(was {t.last_worker[:14]})" if t.last_worker else "-")
+        who = t.worker_name or (f"(was {t.last_worker_id[:14]})" if t.last_worker_id else "-")
         click.echo(f"  {t.index:>5}  {short(t.state, 9):9} {short(who, 20):20} "
-                   f"{short(t.backend or '-', 7):7} {t.attempts:>3} {t.lease_gen:>3}  "
+                   f"{short(t.backend or '-', 7):7} {t.attempt_count:>3} {t.lease_gen:>3}  "
                    f"{short(t.input, 60)}")
 
 
@@ -147,7 +147,7 @@ def _show_staging(st: JobStatus, client, as_json: bool) -> None:
         return
     left_min = max(0, reaped_ms - client.server_time_ms()) / 60_000
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(reaped_ms / 1000))
-    click.echo(f"job {st.job_id}  app {visible(st.app)}  state staging  "
+    click.echo(f"job {visible(st.job_id)}  app {visible(st.app)}  state staging  "
                f"name '{visible(st.name)}'")
     click.echo(f"  {st.staged} of {st.total} tasks written: being enqueued, or abandoned by a "
                f"killed enqueue; reap deletes it {STAGING_ABANDONED_MS // 60_000} min after it "

@@ -1,7 +1,7 @@
 """``nova-queue results``: a job's committed results and its artifacts, downloaded.
 
 Nothing is copied on trust. A task's ``result`` field is used only if it is the key that
-the task's own lease writes (:func:`nova_queue.stores.result_key` of its job, index,
+the task's own lease writes (:func:`nova_queue.stores.own_result_ext`: its job, index,
 ``lease_gen`` and ``attempt_id``), so a field pointing into another job is refused. Job
 artifacts are fetched by their known names only (:class:`ArtifactKeys`); any other object
 under ``jobs/<job>/`` is skipped with a warning, never written over a result.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -19,13 +18,10 @@ import click
 
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.text import visible
-from nova_queue.errors import InputError, ObjectNotFoundError, StoreError
-from nova_queue.models import JobStatus, TaskInfo
-from nova_queue.post.names import ArtifactKeys
-from nova_queue.stores import ResultStore, result_key
+from nova_queue.errors import InputError, ObjectNotFoundError
+from nova_queue.models import JobStatus
+from nova_queue.stores import ArtifactKeys, ResultStore, own_result_ext
 
-#: A result's file extension: what the local file name is built from.
-_EXT_RE = re.compile(r"[A-Za-z0-9]{1,16}")
 #: Unknown objects named one by one before the rest are only counted.
 _NAMED = 5
 
@@ -90,19 +86,6 @@ def no_artifacts_note(st: JobStatus) -> str:
                 "finished jobs (is one running?)")
     return (f"no artifacts yet: the job has not finished; a running 'nova-queue post-worker' "
             f"builds {names} when it does")
-
-
-def own_result_ext(task: TaskInfo) -> str | None:
-    """The extension of ``task``'s result if its key is the one the task's lease writes."""
-    name = task.result.rsplit("/", 1)[-1]
-    ext = name.rsplit(".", 1)[-1] if "." in name else ""
-    if not _EXT_RE.fullmatch(ext):
-        return None
-    try:
-        expected = result_key(task.job_id, task.index, task.lease_gen, task.attempt_id, ext)
-    except StoreError:  # no attempt id, or one that cannot be part of a key
-        return None
-    return ext if expected == task.result else None
 
 
 def download(store: ResultStore, st: JobStatus, out: Path) -> Download:

@@ -1,7 +1,8 @@
 """Stored text made safe for a terminal: control characters shown, never obeyed.
 
-Prompts, job names and everything a worker writes about itself (name, host, device,
-backend, apps) come from other people. Printed raw, ``ESC ] 0 ; title BEL`` retitles the
+Prompts, job names, everything a worker writes about itself (name, host, device,
+backend, apps) and any job or task field (a worker credential may ``HSET`` a job's
+``state`` or ``id``) come from other people. Printed raw, ``ESC ] 0 ; title BEL`` retitles the
 operator's terminal, ``ESC [ 2 J`` clears it and U+202E reverses the rest of a line. Every
 CLI line that shows stored text goes through :func:`visible`; JSON output through
 :func:`safe_json`.

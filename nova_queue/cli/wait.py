@@ -119,5 +119,6 @@ def summary(status: JobStatus) -> str:
     secs = ""
     if status.started_ms and status.finished_ms:
         secs = f" in {(status.finished_ms - status.started_ms) / 1000:.1f} s"
-    return (f"job {status.job_id} {status.state}{secs}: {status.done} done, "
-            f"{status.failed} failed, {status.cancelled} cancelled of {status.total}")
+    return (f"job {visible(status.job_id)} {visible(status.state)}{secs}: "
+            f"{status.done} done, {status.failed} failed, {status.cancelled} cancelled of "
+            f"{status.total}")

@@ -18,8 +18,13 @@ The flow, and why no finished job is lost:
    ``Retry``, and only then removes the outbox entry, if its score (the finish time) is
    unchanged.
 
-Modules: :mod:`~nova_queue.post.names` (artifact names, no dependencies; the web and the CLI
-use it), :mod:`~nova_queue.post.queue` (queue names, job ids, dispatch; RQ),
+This package is one layer, the post-processing runtime, on top of the core: it may import
+the core, RQ and Pillow, never the worker runtime, the web or the CLI, and nothing below it
+imports it (``tests/project/test_layering.py``). Where artifacts live in the store
+(:class:`~nova_queue.stores.ArtifactKeys`, :func:`~nova_queue.stores.artifact_names`) is
+the core's, so the web and the CLI read them without this package.
+
+Modules: :mod:`~nova_queue.post.queue` (queue names, job ids, dispatch; RQ),
 :mod:`~nova_queue.post.jobs` (the RQ job functions), :mod:`~nova_queue.post.artifacts`
 (building them; Pillow), :mod:`~nova_queue.post.worker` (the post-worker). Importing this
 package imports neither RQ nor Pillow.
@@ -30,7 +35,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from nova_queue.post.names import ArtifactKeys, artifact_names
+from nova_queue.stores import ArtifactKeys, artifact_names
 
 __all__ = ["ArtifactKeys", "artifact_names"]
 

@@ -29,8 +29,7 @@ from PIL import Image, ImageDraw, ImageFont
 from nova_queue.client import NovaClient
 from nova_queue.errors import StoreError
 from nova_queue.models import JobStatus, TaskInfo
-from nova_queue.post.names import MANIFEST_NAME, ArtifactKeys
-from nova_queue.stores import ResultStore
+from nova_queue.stores import MANIFEST_NAME, ArtifactKeys, ResultStore, own_result_ext
 
 log = logging.getLogger(__name__)
 
@@ -97,20 +96,19 @@ def sheet_layout(total: int) -> SheetLayout:
 
 def zip_name(task: TaskInfo) -> str:
     """A result's file name in the zip (the name ``nova-queue results`` writes, too)."""
-    ext = task.result.rsplit(".", 1)[-1] if "." in task.result else "bin"
-    return f"results/{task.index:05d}.{ext}"
+    return f"results/{task.index:05d}.{own_result_ext(task) or 'bin'}"
 
 
 def task_manifest(task: TaskInfo, file: str | None,
                   worker_names: dict[str, str]) -> dict[str, Any]:
     """One task's manifest entry (a released task names the worker that ran it last)."""
-    worker_id = task.worker_id or task.last_worker
+    worker_id = task.worker_id or task.last_worker_id
     entry: dict[str, Any] = {
         "index": task.index, "id": task.task_id, "state": task.state, "prompt": task.input,
         "seed": task.meta.get("seed"), "cost": task.cost,
-        "worker": task.worker or worker_names.get(worker_id, ""),
+        "worker": task.worker_name or worker_names.get(worker_id, ""),
         "worker_id": worker_id, "backend": task.backend, "host": task.host,
-        "device": task.meta.get("device"), "attempts": task.attempts,
+        "device": task.meta.get("device"), "attempts": task.attempt_count,
         "lease_gen": task.lease_gen, "result": task.result or None, "file": file,
         "content_type": task.meta.get("content_type"),
         "timings": {"claimed_ms": task.claimed_ms, "finished_ms": task.finished_ms,
@@ -132,7 +130,7 @@ def manifest(namespace: str, job: JobStatus, keys: ArtifactKeys, files: dict[int
 
 def _last_worker_names(client: NovaClient, tasks: Sequence[TaskInfo]) -> dict[str, str]:
     """Names of the workers that last ran tasks released since (failed tasks keep only ids)."""
-    ids = sorted({t.last_worker for t in tasks if not t.worker_id and t.last_worker})
+    ids = sorted({t.last_worker_id for t in tasks if not t.worker_id and t.last_worker_id})
     pipe = client.redis.pipeline(transaction=False)
     for wid in ids:
         pipe.hget(client.keys.worker(wid), "name")
@@ -184,6 +182,10 @@ def _results(store: ResultStore, tasks: Sequence[TaskInfo]
 
     def fetch(task: TaskInfo) -> bytes | None:
         if task.state != "done" or not task.result:
+            return None
+        if own_result_ext(task) is None:  # the field is writable: it may point anywhere
+            log.warning("result %s of task %s is not its own lease's key; left out",
+                        task.result, task.task_id)
             return None
         try:
             return store.get(task.result).data
@@ -269,7 +271,7 @@ def _draw_tile(sheet: Image.Image, layout: SheetLayout, i: int, task: TaskInfo,
             draw.text((x + (size - font.getlength(text)) // 2, y + size // 2 - 6), text,
                       fill=_TEXT, font=font)
     if layout.caption_px:
-        worker = task.worker or worker_names.get(task.last_worker, "") or "-"
+        worker = task.worker_name or worker_names.get(task.last_worker_id, "") or "-"
         caption = f"{task.index} {worker} {task.backend}".strip()
         draw.text((x + 1, y + size + 1), _fit(caption, _font(10), size - 2), fill=_DIM,
                   font=_font(10))

@@ -31,10 +31,9 @@ from nova_queue import __version__
 from nova_queue.client import NovaClient
 from nova_queue.errors import ConfigError, NovaError
 from nova_queue.post.artifacts import build_artifacts
-from nova_queue.post.names import ArtifactKeys
 from nova_queue.post.queue import enqueue_once, queue_name, rq_connection, webhook_job_id
 from nova_queue.settings import Settings
-from nova_queue.stores import ResultStore, open_store
+from nova_queue.stores import ArtifactKeys, ResultStore, open_store
 
 log = logging.getLogger(__name__)
 

@@ -5,14 +5,13 @@ each script's keys, declared or built inside it, live in one slot on one node.""
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import redis
-from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
+from novatests.chaos.fleet import Fleet, chaos_client, stop_cleanly
 from novatests.chaos.history import check, invariants
 from novatests.s3 import pick_ports
 from redis.cluster import RedisCluster
@@ -108,10 +107,7 @@ def test_job_end_to_end_on_a_redis_cluster(cluster, namespace, tmp_path, record)
         wait_for(lambda: nova.job(job, with_tasks=False).finished, timeout_s=90,
                  message=f"job to finish on the cluster\n{fleet.logs()}")
         assert nova.events(after="$", block_ms=50) == []  # XREAD BLOCK works routed
-        for p in fleet.procs:
-            p.signal(signal.SIGTERM)
-        assert [p.wait(30) for p in fleet.procs] == [0, 0], fleet.logs()
-        no_tracebacks(fleet.procs)
+        stop_cleanly(fleet.procs)
         verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
         assert not invariants(nova, [job])
         record(8, verdict, started)

@@ -83,7 +83,7 @@ def test_lost_replies_of_claim_complete_and_fail_are_idempotent(proxied, record)
             cuts += 1
             t = direct.task(lease.task_id)
             # the attempt was used once, not twice
-            assert (proxy.cuts, t.state, t.attempts) == (cuts, "pending", lease.attempt)
+            assert (proxy.cuts, t.state, t.attempt_count) == (cuts, "pending", lease.attempt)
     deadline = time.monotonic() + 30
     while not direct.job(job, with_tasks=False).finished:  # finish the rest, no faults
         assert time.monotonic() < deadline, "draining the job took too long"
@@ -172,6 +172,6 @@ def test_worker_claim_after_a_lost_reply_and_an_outage_keeps_its_lease(redis_url
         t = direct.task(f"{job}:0")
         expired = [e for e in direct.events(count=10_000)
                    if e.type == "requeued" and e.fields.get("kind") == "expired"]
-        assert (t.attempts, t.lease_gen, expired) == (1, 1, [])
+        assert (t.attempt_count, t.lease_gen, expired) == (1, 1, [])
     finally:
         fleet.close(), direct.close(), proxy.close()

@@ -4,12 +4,11 @@ reached with noeviction. Workers must ride it out, nothing may be lost or double
 
 from __future__ import annotations
 
-import signal
 import time
 
 import pytest
 import redis
-from novatests.chaos.fleet import LEASE_TTL_S, Fleet, chaos_client, no_tracebacks
+from novatests.chaos.fleet import LEASE_TTL_S, Fleet, chaos_client, stop_cleanly
 from novatests.chaos.history import check, invariants
 
 from nova_queue import TaskSpec
@@ -64,10 +63,7 @@ def test_redis_killed_with_aof_and_restarted(private_redis, namespace, tmp_path,
         server.start()
         wait_for(lambda: nova.job(job, with_tasks=False).finished, timeout_s=90,
                  message="job to finish after the restarts")
-        for p in fleet.procs:
-            p.signal(signal.SIGTERM)
-        assert [p.wait(30) for p in fleet.procs] == [0, 0], fleet.logs()
-        no_tracebacks(fleet.procs)
+        stop_cleanly(fleet.procs)
         logs = fleet.logs()
         assert "Redis unavailable" in logs or "heartbeat failed" in logs
         verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
@@ -105,10 +101,7 @@ def test_script_flush_mid_run(private_redis, namespace, tmp_path, record):
                      timeout_s=30, message="progress after SCRIPT FLUSH")
         wait_for(lambda: nova.job(job, with_tasks=False).finished, timeout_s=60,
                  message="job to finish")
-        for p in fleet.procs:
-            p.signal(signal.SIGTERM)
-        assert [p.wait(30) for p in fleet.procs] == [0, 0]
-        no_tracebacks(fleet.procs)
+        stop_cleanly(fleet.procs)
         assert flushes >= 3
         verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
         assert not invariants(nova, [job])
@@ -146,10 +139,7 @@ def test_maxmemory_noeviction_gives_clear_errors_and_no_corruption(private_redis
         nova.redis.config_set("maxmemory", "0")
         wait_for(lambda: nova.job(job, with_tasks=False).finished, timeout_s=90,
                  message="job to finish once memory is raised")
-        for p in fleet.procs:
-            p.signal(signal.SIGTERM)
-        assert [p.wait(30) for p in fleet.procs] == [0, 0]
-        no_tracebacks(fleet.procs)
+        stop_cleanly(fleet.procs)
         verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
         assert not invariants(nova, [job])
         record(12, verdict, started)

@@ -5,14 +5,13 @@ points at an object that exists."""
 
 from __future__ import annotations
 
-import signal
 import time
 
 import pytest
-from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
+from novatests.chaos.fleet import Fleet, chaos_client, stop_cleanly
 from novatests.chaos.history import check, invariants
 from novatests.chaos.proxy import CutProxy
-from novatests.s3 import ACCESS_KEY, REGION, SECRET_KEY, SeaweedS3
+from novatests.s3 import SeaweedS3, use_dummy_credentials
 
 from nova_queue import TaskSpec
 from nova_queue.local import wait_for
@@ -24,12 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.s3]
 @pytest.fixture
 def own_s3(monkeypatch):
     """A SeaweedFS server of this test only (the session's one must stay up)."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    use_dummy_credentials(monkeypatch)
     server = SeaweedS3().start()
     yield server
     server.close()
@@ -61,16 +55,13 @@ def test_s3_down_mid_job_then_back(own_s3, redis_url, namespace, tmp_path, recor
         own_s3.start()
         wait_for(lambda: nova.job(job, with_tasks=False).finished, timeout_s=120,
                  message=f"job to finish once S3 is back\n{fleet.logs()}")
-        for p in fleet.procs:
-            p.signal(signal.SIGTERM)
-        assert [p.wait(30) for p in fleet.procs] == [0, 0], fleet.logs()
-        no_tracebacks(fleet.procs)
+        stop_cleanly(fleet.procs)
         store = open_store(store_url)
         verdict = check(nova, [job], store=store, expect="done")  # every result object exists
         assert not invariants(nova, [job])
         record(10, verdict, started)
         st = nova.job(job)
-        assert all(t.attempts == 1 for t in st.tasks), [t.attempts for t in st.tasks]
+        assert all(t.attempt_count == 1 for t in st.tasks), [t.attempt_count for t in st.tasks]
         assert all(store.get(t.result).content_type == "image/png" for t in st.tasks)
         assert any("store failed for" in p.output() for p in fleet.procs)
     finally:

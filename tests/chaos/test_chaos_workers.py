@@ -8,7 +8,7 @@ import signal
 import time
 
 import pytest
-from novatests.chaos.fleet import LEASE_TTL_S, no_tracebacks
+from novatests.chaos.fleet import LEASE_TTL_S, no_tracebacks, stop_cleanly
 from novatests.chaos.history import check, invariants
 
 from nova_queue import TaskSpec
@@ -55,10 +55,7 @@ def test_kill_9_workers_at_random_moments(fleet, nova_chaos, record):
         name = f"r{kills}"
         live[name] = fleet.start(name, "--no-benchmark")
     wait_for(lambda: finished(nova, job), timeout_s=120, message=f"job to finish (seed {SEED})")
-    for proc in live.values():
-        proc.signal(signal.SIGTERM)
-    assert [p.wait(30) for p in live.values()] == [0] * len(live)
-    no_tracebacks(live.values())
+    stop_cleanly(live.values())
     verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
     assert not invariants(nova, [job])
     record(1, verdict, started)
@@ -84,12 +81,9 @@ def test_worker_frozen_past_its_ttl_then_resumed(fleet, nova_chaos, record):
     # the lease was lost and drops the result
     wait_for(lambda: any(e.type == "stale_rejected" for e in nova.events(count=100_000))
              or "dropping" in frozen.output(), timeout_s=30, message="the late result fenced")
-    for p in (frozen, rescuer):
-        p.signal(signal.SIGTERM)
-    assert frozen.wait(30) == 0 and rescuer.wait(30) == 0
-    no_tracebacks([frozen, rescuer])
+    stop_cleanly([frozen, rescuer])
     t = nova.task(tid)
-    assert t.state == "done" and t.worker == "rescuer" and t.lease_gen > first_gen
+    assert t.state == "done" and t.worker_name == "rescuer" and t.lease_gen > first_gen
     verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
     assert not invariants(nova, [job])
     record(3, verdict, started)
@@ -132,7 +126,7 @@ def test_poison_task_fails_after_max_attempts_and_the_job_finishes(fleet, nova_c
     st = nova.job(job)
     assert (st.state, st.done, st.failed) == ("done", 10, 2)
     for t in st.tasks[10:]:
-        assert (t.state, t.attempts) == ("failed", 3)
+        assert (t.state, t.attempt_count) == ("failed", 3)
         assert "poison" in t.error.lower() and t.error_kind == "error"
     verdict = check(nova, [job], store=open_store(fleet.store_url))
     assert not invariants(nova, [job])

@@ -115,67 +115,79 @@ def test_roles_do_their_jobs_and_nothing_else(acl_redis, namespace, tmp_path):
                  and admin.job(poison, with_tasks=False).finished, timeout_s=60,
                  message=f"jobs to finish as nova-worker\n{fleet.logs()}")
         assert check(admin, [job], expect="done").ok
-
-        # the worker user: only EVALSHA of loaded scripts on its namespace's keys
-        wr = redis.Redis.from_url(urls["nova-worker"], decode_responses=True)
-        for command in (("FLUSHALL",), ("CONFIG", "GET", "maxmemory"), ("KEYS", "*"),
-                        ("SCAN", "0"), ("INFO",), ("EVAL", "return 1", "0"),
-                        ("SCRIPT", "LOAD", "return 1"), ("SCRIPT", "FLUSH"),
-                        ("GET", "unrelated-key"), ("HSET", "nova:{other}:x", "a", "1"),
-                        ("MULTI",)):
-            _refused(wr, *command)
-        other = chaos_client(urls["nova-worker"], "other-namespace")
-        with pytest.raises(Denied):
-            other.register_worker("intruder", {"name": "intruder"}, ["synthetic"])
-
-        # the gallery user: every read the gallery does, no write, no script
-        gallery = chaos_client(urls["nova-gallery"], namespace)
-        assert gallery.job(job).done == 6 and gallery.tasks(job)[0].state == "done"
-        assert {j.job_id for j in gallery.jobs()} == {poison, job}
-        assert [w.name for w in gallery.workers()] == ["restricted"]
-        assert gallery.events(count=5) and gallery.recent_events(5, job_id=job)
-        assert gallery.events(after=gallery.last_event_id(), block_ms=20) == []
-        assert [t.task_id for t in gallery.failed_tasks()] == [f"{poison}:0"]
-        assert gallery.pending_count("synthetic") == 0 and gallery.apps() == ["synthetic"]
-        assert gallery.server_time_ms() > 0
-        with pytest.raises(Denied):
-            gallery.cancel(job)
-        with pytest.raises(Denied):
-            gallery.enqueue("synthetic", [TaskSpec("no", 1.0)])
-        gr = gallery.redis
-        for command in (("HSET", admin.keys.job(job), "state", "x"), ("DEL", admin.keys.jobs()),
-                        ("KEYS", "*"), ("SCAN", "0"), ("RANDOMKEY",), ("EVAL", "return 1", "0"),
-                        ("GET", "unrelated-key"), ("FLUSHALL",)):
-            _refused(gr, *command)
-        _gallery_pages(urls["nova-gallery"], namespace, job)
-
-        # the admin user: enqueue (above), retry, cancel, script loading; nothing dangerous
-        admin.retry(f"{poison}:0")
-        assert admin.task(f"{poison}:0").state == "pending"
-        wait_for(lambda: admin.job(poison, with_tasks=False).finished, timeout_s=30,
-                 message="the retried task to fail again")
-        late = admin.enqueue("synthetic", [TaskSpec("late", 60.0)], params={"seconds": 60})
-        admin.cancel(late)
-        assert admin.job(late, with_tasks=False).state == "cancelled"
-        for command in (("FLUSHALL",), ("CONFIG", "GET", "maxmemory"), ("KEYS", "*"),
-                        ("GET", "unrelated-key"), ("ACL", "LIST"), ("REPLICAOF", "NO", "ONE")):
-            _refused(admin.redis, *command)
-
-        # scripts lost (restart, failover, SCRIPT FLUSH): workers wait for the admin
-        admin.redis.script_flush()
-        after = admin.enqueue("synthetic", [TaskSpec("after flush", 0.05)],
-                              params={"seconds": 0.05, "size": 64})
-        wait_for(lambda: "script|load" in w.output(), timeout_s=30,
-                 message="the worker to report that it may not load scripts")
-        assert w.proc.poll() is None
-        load_scripts(admin)
-        wait_for(lambda: admin.job(after, with_tasks=False).finished, timeout_s=60,
-                 message="the worker to resume once the admin reloaded the scripts")
-        w.signal(signal.SIGTERM)
-        assert w.wait(30) == 0
-        no_tracebacks([w])
+        _worker_role_is_confined(urls["nova-worker"])
+        _gallery_role_reads_only(urls["nova-gallery"], namespace, admin, job, poison)
+        _admin_role_administers(admin, poison)
+        _workers_wait_for_the_admin_after_scripts_are_lost(admin, w)
     finally:
         fleet.close()
+
+
+def _worker_role_is_confined(url: str) -> None:
+    """The worker user: only EVALSHA of loaded scripts on its namespace's keys."""
+    wr = redis.Redis.from_url(url, decode_responses=True)
+    for command in (("FLUSHALL",), ("CONFIG", "GET", "maxmemory"), ("KEYS", "*"),
+                    ("SCAN", "0"), ("INFO",), ("EVAL", "return 1", "0"),
+                    ("SCRIPT", "LOAD", "return 1"), ("SCRIPT", "FLUSH"),
+                    ("GET", "unrelated-key"), ("HSET", "nova:{other}:x", "a", "1"),
+                    ("MULTI",)):
+        _refused(wr, *command)
+    other = chaos_client(url, "other-namespace")
+    with pytest.raises(Denied):
+        other.register_worker("intruder", {"name": "intruder"}, ["synthetic"])
+
+
+def _gallery_role_reads_only(url: str, namespace: str, admin, job: str, poison: str) -> None:
+    """The gallery user: every read the gallery does, no write, no script."""
+    gallery = chaos_client(url, namespace)
+    assert gallery.job(job).done == 6 and gallery.tasks(job)[0].state == "done"
+    assert {j.job_id for j in gallery.jobs()} == {poison, job}
+    assert [w.name for w in gallery.workers()] == ["restricted"]
+    assert gallery.events(count=5) and gallery.recent_events(5, job_id=job)
+    assert gallery.events(after=gallery.last_event_id(), block_ms=20) == []
+    assert [t.task_id for t in gallery.failed_tasks()] == [f"{poison}:0"]
+    assert gallery.pending_count("synthetic") == 0 and gallery.apps() == ["synthetic"]
+    assert gallery.server_time_ms() > 0
+    with pytest.raises(Denied):
+        gallery.cancel(job)
+    with pytest.raises(Denied):
+        gallery.enqueue("synthetic", [TaskSpec("no", 1.0)])
+    gr = gallery.redis
+    for command in (("HSET", admin.keys.job(job), "state", "x"), ("DEL", admin.keys.jobs()),
+                    ("KEYS", "*"), ("SCAN", "0"), ("RANDOMKEY",), ("EVAL", "return 1", "0"),
+                    ("GET", "unrelated-key"), ("FLUSHALL",)):
+        _refused(gr, *command)
+    _gallery_pages(url, namespace, job)
+
+
+def _admin_role_administers(admin, poison: str) -> None:
+    """The admin user: enqueue (above), retry, cancel, script loading; nothing dangerous."""
+    admin.retry(f"{poison}:0")
+    assert admin.task(f"{poison}:0").state == "pending"
+    wait_for(lambda: admin.job(poison, with_tasks=False).finished, timeout_s=30,
+             message="the retried task to fail again")
+    late = admin.enqueue("synthetic", [TaskSpec("late", 60.0)], params={"seconds": 60})
+    admin.cancel(late)
+    assert admin.job(late, with_tasks=False).state == "cancelled"
+    for command in (("FLUSHALL",), ("CONFIG", "GET", "maxmemory"), ("KEYS", "*"),
+                    ("GET", "unrelated-key"), ("ACL", "LIST"), ("REPLICAOF", "NO", "ONE")):
+        _refused(admin.redis, *command)
+
+
+def _workers_wait_for_the_admin_after_scripts_are_lost(admin, w) -> None:
+    """Scripts lost (restart, failover, SCRIPT FLUSH): workers wait for the admin."""
+    admin.redis.script_flush()
+    after = admin.enqueue("synthetic", [TaskSpec("after flush", 0.05)],
+                          params={"seconds": 0.05, "size": 64})
+    wait_for(lambda: "script|load" in w.output(), timeout_s=30,
+             message="the worker to report that it may not load scripts")
+    assert w.proc.poll() is None
+    load_scripts(admin)
+    wait_for(lambda: admin.job(after, with_tasks=False).finished, timeout_s=60,
+             message="the worker to resume once the admin reloaded the scripts")
+    w.signal(signal.SIGTERM)
+    assert w.wait(30) == 0
+    no_tracebacks([w])
 
 
 def _gallery_pages(url: str, namespace: str, job: str) -> None:
@@ -183,7 +195,7 @@ def _gallery_pages(url: str, namespace: str, job: str) -> None:
     try:
         from nova_queue.web import create_app
     except ImportError:
-        return  # the web app is optional here; tests/test_web_*.py cover it
+        return  # the web app is optional here; tests/web/ covers it
     from nova_queue import Settings
 
     app = create_app({"TESTING": True, "SECRET_KEY": "acl"},

@@ -243,6 +243,18 @@ def test_unreachable_redis_from_env_no_password(redis_url, namespace, tmp_path):
     assert "s3cret" not in res.output
 
 
+@pytest.mark.parametrize("suffix, says", [
+    ("/0?foo=bar", "unknown option 'foo' in the query"),
+    ("/zero", "the path must be a database number (/0), not '/zero'"),
+])
+def test_mistyped_redis_url_one_line(invoke, redis_url, suffix, says):
+    """Not a traceback at the first command, nor a silent database 0."""
+    base = redis_url.rsplit("/", 1)[0].replace("redis://", "redis://:s3cret@", 1)
+    res = invoke("workers", "--redis", base + suffix)
+    rejected(res, "invalid Redis URL", says, "redis://:***@")
+    assert "s3cret" not in res.output
+
+
 def test_wrong_redis_credentials_one_line(invoke, redis_url):
     url = redis_url.replace("redis://", "redis://nobody:s3cret@", 1)  # no such ACL user
     res = invoke("--redis", url, "status", "JOB")
@@ -292,6 +304,30 @@ def test_redis_url_with_port_out_of_range(invoke):
 
 def test_bad_namespace_one_line(invoke):
     rejected(invoke("--namespace", "a:b", "status", "JOB"), "namespace")
+
+
+#: Every command that reads a namespace, with what it needs to get that far.
+NAMESPACED_COMMANDS = [["status", "JOB"], ["workers"], ["cancel", "JOB"],
+                       ["results", "JOB", "--out", "out"], ["enqueue", "-", "--app", "synthetic"],
+                       ["worker", "--app", "synthetic", "--burst"], ["web", "--port", "0"],
+                       ["post-worker"], ["load-scripts"]]
+
+
+@pytest.mark.parametrize("ns", ["*", "?", "[a-z]*", "d\\efault"])
+@pytest.mark.parametrize("args", NAMESPACED_COMMANDS, ids=lambda a: a[0])
+def test_glob_namespaces_are_refused_by_every_command(redis_url, namespace, tmp_path, r, ns,
+                                                      args):
+    """Issue 13: with the documented ACL rule ``~nova:{NAMESPACE}:*`` a worker of namespace
+    ``*`` would read every namespace. Refused before any Redis call: as a flag before or
+    after the command, and from NOVA_NAMESPACE."""
+    runner, before = CliRunner(), r.dbsize()
+    env = runner_env(nova_env(redis_url, namespace, tmp_path))
+    for argv, environ in (([*args[:1], "--namespace", ns, *args[1:]], env),
+                          (["--namespace", ns, *args], env),
+                          (args, {**env, "NOVA_NAMESPACE": ns})):
+        res = runner.invoke(cli, argv, env=environ, input=b"a cat\n")
+        assert rejected(res, "invalid namespace").startswith(f"error: invalid namespace {ns!r}")
+    assert r.dbsize() == before
 
 
 def test_unsupported_store_url_one_line(invoke, tmp_path):

@@ -50,6 +50,26 @@ def test_help_lists_them(redis_url, namespace, tmp_path, name):
         assert "Env NOVA_REDIS_URL, then REDIS_URL" in " ".join(out.split())
 
 
+@pytest.mark.parametrize("name", sorted(LOCAL_COMMANDS))
+@pytest.mark.parametrize("option, value", [
+    ("--redis", UNREACHABLE), ("--store", "file:///tmp/x"), ("--namespace", "other")])
+def test_local_commands_refuse_unused_options_on_either_side(invoke, tmp_path, name, option,
+                                                            value):
+    """demo and make-model use no shared Redis or store: an option for one is refused
+    before the command name as after it, never silently ignored."""
+    # arguments the command itself would refuse at once, should the option be ignored
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "taken").write_text("")
+    args = {"make-model": [name, str(tmp_path / "model")], "demo": [name, "--app", "txt2img"]}[name]
+    before = invoke(option, value, *args)
+    assert before.exit_code == 2 and before.stdout == "", before.output
+    assert (f"{option} does not apply to 'cli {name}': it uses no shared Redis, "  # CliRunner's
+            "store or namespace") in before.stderr                              # program name
+    after = invoke(*args, option, value)
+    assert after.exit_code == 2 and f"No such option '{option}'" in after.stderr
+    ok(invoke("--log-level", "WARNING", name, "--help"))  # the logging ones are fine
+
+
 @pytest.mark.parametrize("command", [
     ["status", "JOB"], ["workers"], ["cancel", "JOB"], ["load-scripts"],
     ["results", "JOB", "--out", "OUT"], ["enqueue", "FILE", "--app", "synthetic"]])

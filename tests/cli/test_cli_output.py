@@ -10,10 +10,10 @@ import json
 
 import pytest
 from novatests.cli import enqueue_ok, ok, rejected, status_json, write
-from novatests.seed import expire_worker
+from novatests.seed import FORGED_VALUES, expire_worker, forge_fields
 
 from nova_queue.cli.text import UNSAFE, safe_json, visible
-from nova_queue.cli.wait import LINE_EVERY_S, LINE_MIN_S, _Lines
+from nova_queue.cli.wait import LINE_EVERY_S, LINE_MIN_S, _Lines, summary
 from nova_queue.errors import JobNotFoundError
 from nova_queue.models import TaskSpec
 from nova_queue.worker_calls import STAGING_ABANDONED_MS
@@ -177,6 +177,41 @@ def test_status_shows_controls_in_prompts_and_names(invoke, nova, tmp_path):
     assert_no_raw_controls(raw)
     st = json.loads(raw)
     assert st["name"] == EVIL and st["tasks"][0]["prompt"] == EVIL
+
+
+def test_status_shows_controls_in_job_fields_a_worker_can_write(invoke, nova, tmp_path):
+    # the worker role may HSET any job field: its state and id are printed too
+    job_id = enqueue_ok(invoke, write(tmp_path, b"a\n"))
+    nova.redis.hset(nova.keys.job(job_id), mapping={"state": EVIL, "id": EVIL})
+    out = ok(invoke("status", job_id)).stdout
+    assert_no_raw_controls(out)
+    assert out.startswith(f"job {EVIL_SHOWN}  app synthetic  state {EVIL_SHOWN}  name ")
+    # enqueue --wait's last line, for a job whose fields were forged while it ran
+    st = dataclasses.replace(nova.job(job_id, with_tasks=False), job_id=EVIL, state=EVIL)
+    assert summary(st).startswith(f"job {EVIL_SHOWN} {EVIL_SHOWN}: 0 done")
+    # a staging job's header as well
+    stage_first_chunk(nova, "halfjob")
+    nova.redis.hset(nova.keys.job("halfjob"), "id", EVIL)
+    out = ok(invoke("status", "halfjob")).stdout
+    assert_no_raw_controls(out)
+    assert out.startswith(f"job {EVIL_SHOWN}  app synthetic  state staging  ")
+
+
+@pytest.mark.parametrize("value", FORGED_VALUES)
+def test_status_workers_and_results_survive_fields_forged_by_a_worker(invoke, nova, tmp_path,
+                                                                      value):
+    # a job's "done" set to "inf" was an OverflowError traceback in status and results
+    job_id = enqueue_ok(invoke, write(tmp_path, b"a\nb\n"))
+    join(nova, "w1", "synthetic")
+    [lease] = nova.claim("w1", "synthetic", 1).leases
+    nova.fail("w1", lease, "error", "boom")
+    forge_fields(nova, value, job_ids=[job_id], worker_ids=["w1"])
+    assert ok(invoke("status", job_id)).stdout.startswith(f"job {job_id}  app synthetic")
+    assert status_json(invoke, job_id)["done"] == 0
+    ok(invoke("workers"))
+    ok(invoke("workers", "--json"))
+    res = ok(invoke("results", job_id, "--out", str(tmp_path / "out")))
+    assert res.stdout.startswith("wrote 0 result(s)")
 
 
 def test_workers_shows_controls_in_worker_fields(invoke, nova):

@@ -9,10 +9,8 @@ import dataclasses
 import pytest
 from novatests.cli import enqueue_ok, error_line, ok, write
 
-from nova_queue.cli.results import own_result_ext
 from nova_queue.models import Lease
-from nova_queue.post import ArtifactKeys
-from nova_queue.stores import open_store, result_key
+from nova_queue.stores import ArtifactKeys, open_store, own_result_ext, result_key
 
 WORKER = "node1-w1"
 

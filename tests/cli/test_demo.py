@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nova_queue.demo import bundled_prompts
+from nova_queue.cli.demo_pool import bundled_prompts
 from nova_queue.local import find_redis_server
 
 pytestmark = pytest.mark.slow

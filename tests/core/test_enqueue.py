@@ -16,6 +16,17 @@ def ns_keys(nova):
     return sorted(nova.redis.scan_iter(match=nova.prefix + "*"))
 
 
+def raw_job(nova, job, total):
+    """enqueue-8's KEYS for a synthetic ``job`` and its fields (``total`` tasks), to call the
+    script chunk by chunk as the client does (the KEYS order written out: it is the contract)."""
+    k = nova.keys
+    keys = [k.job(job), k.jobs(), k.staging(), k.stage(job), k.pending("synthetic"), k.seq(),
+            k.events(), k.apps()]
+    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
+                       "total": total, "name": ""})
+    return keys, meta
+
+
 def test_enqueue_creates_job_tasks_and_event(nova):
     job = nova.enqueue("synthetic", specs(3), params={"seconds": 0.5}, priority=5, name="x")
     st = nova.job(job)
@@ -51,10 +62,7 @@ def test_large_job_is_staged_in_chunks_and_published_at_once(nova):
 def test_staging_job_is_invisible_until_published(nova):
     k = nova.keys
     job = "stagedjob"
-    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
-                       "total": 4, "name": ""})
-    keys = [k.job(job), k.jobs(), k.staging(), k.stage(job), k.pending("synthetic"), k.seq(),
-            k.events(), k.apps()]
+    keys, meta = raw_job(nova, job, total=4)
     code, _, _ = nova.scripts.call("enqueue", keys, [nova.prefix, job, 1, 0, meta, 0, 1000,
                                                      "a", "1", "b", "1"])
     assert code == 0
@@ -73,12 +81,8 @@ def test_staging_job_is_invisible_until_published(nova):
 
 
 def test_out_of_order_chunk_is_refused(nova):
-    k = nova.keys
     job = "ooo"
-    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
-                       "total": 4, "name": ""})
-    keys = [k.job(job), k.jobs(), k.staging(), k.stage(job), k.pending("synthetic"), k.seq(),
-            k.events(), k.apps()]
+    keys, meta = raw_job(nova, job, total=4)
     nova.scripts.call("enqueue", keys, [nova.prefix, job, 1, 0, meta, 0, 1000, "a", "1"])
     code, detail = nova.scripts.call("enqueue", keys, [nova.prefix, job, 0, 0, "", 2, 1000, "c", "1"])
     assert code == -11 and "1 are staged" in detail
@@ -109,10 +113,7 @@ def test_rejected_job_leaves_nothing_behind(nova, bad):
 def test_bad_cost_in_a_later_chunk_leaves_nothing_behind(nova):
     k = nova.keys
     job = "latebad"
-    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
-                       "total": 3, "name": ""})
-    keys = [k.job(job), k.jobs(), k.staging(), k.stage(job), k.pending("synthetic"), k.seq(),
-            k.events(), k.apps()]
+    keys, meta = raw_job(nova, job, total=3)
     nova.scripts.call("enqueue", keys, [nova.prefix, job, 1, 0, meta, 0, 1000, "a", "1"])
     code, detail = nova.scripts.call("enqueue", keys,
                                      [nova.prefix, job, 0, 1, "", 1, 1000, "b", "1", "c", "-2"])
@@ -147,10 +148,7 @@ def test_client_aborts_a_partly_written_job(nova, monkeypatch):
 def test_abandoned_staging_job_is_collected_by_reap(nova):
     k = nova.keys
     job = "abandoned"
-    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
-                       "total": 300, "name": ""})
-    keys = [k.job(job), k.jobs(), k.staging(), k.stage(job), k.pending("synthetic"), k.seq(),
-            k.events(), k.apps()]
+    keys, meta = raw_job(nova, job, total=300)
     args = [nova.prefix, job, 1, 0, meta, 0, 1000]
     for i in range(150):
         args += [f"p{i}", "1"]

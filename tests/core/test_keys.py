@@ -83,6 +83,9 @@ def test_namespaces_outside_the_safe_alphabet_are_refused_everywhere(ns):
                 lambda: NovaClient(redis.Redis(), namespace=ns)]
     if ns:  # NOVA_NAMESPACE= (empty) means the default, as for every variable
         builders.append(lambda: Settings.from_env(environ={"NOVA_NAMESPACE": ns}))
+        # an RQ job carries its namespace as an argument: the post-worker reads it too
+        from nova_queue.post.jobs import context_for
+        builders.append(lambda: context_for(ns))
     for build in builders:
         with pytest.raises(ConfigError, match="invalid namespace") as err:
             build()

@@ -14,16 +14,20 @@ def join(nova, wid, bench=None):
                          {"synthetic": {"bench_s": bench}} if bench else None)
 
 
+def fast_and_slow(nova, slow_s=10.0):
+    """Workers "fast" (1 s per cost unit, measured) and "slow" (``slow_s``)."""
+    for wid, s_per_cost in (("fast", 1.0), ("slow", slow_s)):
+        join(nova, wid)
+        set_speed(nova, wid, "synthetic", s_per_cost)
+
+
 def enqueue(nova, n, cost=1.0):
     return nova.enqueue("synthetic", [TaskSpec(f"p{i}", cost) for i in range(n)])
 
 
 def test_slow_worker_waits_for_the_tail(nova):
     enqueue(nova, 3)
-    join(nova, "fast")
-    join(nova, "slow")
-    set_speed(nova, "fast", "synthetic", 1.0)
-    set_speed(nova, "slow", "synthetic", 10.0)
+    fast_and_slow(nova, slow_s=10.0)
     res = nova.claim("slow", "synthetic")
     assert res.status == "wait"
     assert 0.05 <= res.retry_after_s <= 1.0
@@ -32,20 +36,14 @@ def test_slow_worker_waits_for_the_tail(nova):
 
 def test_slow_worker_claims_while_many_tasks_remain(nova):
     enqueue(nova, 100)
-    join(nova, "fast")
-    join(nova, "slow")
-    set_speed(nova, "fast", "synthetic", 1.0)
-    set_speed(nova, "slow", "synthetic", 10.0)
+    fast_and_slow(nova, slow_s=10.0)
     assert nova.claim("slow", "synthetic").status == "ok"
 
 
 def test_boundary_exactly_as_the_formula_says(nova):
     # fast finishes ceil(10/1) - 1 = 9 tasks strictly before slow would finish one:
     # with R = 9 slow waits; with R = 10 the others cannot finish all first, so slow claims.
-    join(nova, "fast")
-    join(nova, "slow")
-    set_speed(nova, "fast", "synthetic", 1.0)
-    set_speed(nova, "slow", "synthetic", 10.0)
+    fast_and_slow(nova, slow_s=10.0)
     enqueue(nova, 9)
     assert nova.claim("slow", "synthetic").status == "wait"
     enqueue(nova, 1)
@@ -82,10 +80,7 @@ def test_the_fastest_idle_worker_always_gets_work(redis_url, speeds, pending, ba
 
 def test_busy_fast_worker_counts_its_predicted_free_time(nova):
     enqueue(nova, 3)
-    join(nova, "fast")
-    join(nova, "slow")
-    set_speed(nova, "fast", "synthetic", 1.0)
-    set_speed(nova, "slow", "synthetic", 2.0)
+    fast_and_slow(nova, slow_s=2.0)
     now = nova.server_time_ms()
     # fast is busy for another 100 s: slow should not wait for it
     nova.redis.hset(nova.keys.worker("fast"), "busy_until_ms", now + 100_000)
@@ -136,10 +131,7 @@ def test_dead_worker_does_not_hold_back_the_fleet(nova):
     from novatests.seed import expire_worker
 
     enqueue(nova, 3)
-    join(nova, "fast")
-    join(nova, "slow")
-    set_speed(nova, "fast", "synthetic", 1.0)
-    set_speed(nova, "slow", "synthetic", 10.0)
+    fast_and_slow(nova, slow_s=10.0)
     expire_worker(nova, "fast")
     assert nova.claim("slow", "synthetic").status == "ok"
     assert nova.redis.zscore(nova.keys.app_fleet("synthetic"), "fast") is None

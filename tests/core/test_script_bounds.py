@@ -23,6 +23,9 @@ from nova_queue.errors import BAD_INPUT
 from nova_queue.local import RedisServer
 from nova_queue.scripts import script_sources
 
+# long: one worst case per script, all measured by the same private Redis and meter;
+# DEVELOPERS.md sends every new script's worst case here
+
 #: Most Redis commands one script call may run in these attacks (the largest bounded paths:
 #: 256 releases or worker removals of ~5-12 commands each; 2000 cancelled tasks of 2 each).
 MAX_INNER_CALLS = 5000

@@ -13,15 +13,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from novatests.leases import rkey
 
 from nova_queue import TaskSpec
 from nova_queue.errors import BAD_INPUT, WRONG_WORKER, InputError
-from nova_queue.keys import result_key
 from nova_queue.stores import result_key as store_result_key
-
-
-def rkey(lease, ext="png"):
-    return result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, ext)
 
 
 def leased(nova, wid="victim", n=2):

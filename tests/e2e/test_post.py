@@ -28,11 +28,10 @@ from rq.job import Job
 
 from nova_queue import NovaClient, Settings, TaskSpec
 from nova_queue.local import wait_for
-from nova_queue.post import ArtifactKeys
 from nova_queue.post.artifacts import MAX_SHEET_PX, MAX_TILES, build_artifacts, sheet_layout
 from nova_queue.post.jobs import WEBHOOK_FUNC, build_job, register_context
 from nova_queue.post.queue import build_job_id, dispatch, queue_name, webhook_job_id
-from nova_queue.stores import open_store
+from nova_queue.stores import ArtifactKeys, open_store
 
 pytestmark = pytest.mark.slow
 

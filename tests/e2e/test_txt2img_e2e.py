@@ -92,7 +92,7 @@ def test_oom_inside_the_pipeline_is_classified_and_requeued(redis_url, namespace
     app = load_app("txt2img")
     parsed = app.parse_params({"model": str(tiny_model), "width": "64", "height": "64"})
     job = nova.enqueue("txt2img", app.make_tasks(prompts, parsed), params=parsed, max_attempts=2)
-    worker = Worker(settings, WorkerOptions(apps=("txt2img",), burst=True, gflops_s=0,
+    worker = Worker(settings, WorkerOptions(apps=("txt2img",), burst=True, device_score_s=0,
                                             app_options={"model": str(tiny_model)}))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     worker.setup()
@@ -118,7 +118,7 @@ def test_oom_inside_the_pipeline_is_classified_and_requeued(redis_url, namespace
     st = nova.job(job)
     assert (st.state, st.done, st.failed) == ("done", 2, 1)
     bad = st.tasks[1]
-    assert (bad.state, bad.error_kind, bad.attempts) == ("failed", "oom", 2)
+    assert (bad.state, bad.error_kind, bad.attempt_count) == ("failed", "oom", 2)
     requeued = [e for e in nova.events(count=1000) if e.type == "requeued"]
     assert [(e.fields["kind"], e.fields["task"]) for e in requeued] == [("oom", "1")]
     assert int(nova.redis.hget(nova.keys.worker(worker.worker_id), "oom")) == 2

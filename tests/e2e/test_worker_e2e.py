@@ -74,11 +74,11 @@ def test_three_speeds_and_a_kill_9(fleet):
     assert len(committed_per_task(nova, job)) == 24
     for tid in held:
         t = nova.task(tid)
-        assert t.state == "done" and t.worker != "slow3" and t.lease_gen >= 2
+        assert t.state == "done" and t.worker_name != "slow3" and t.lease_gen >= 2
     lost = [e for e in nova.events(count=100_000)
             if e.type == "requeued" and e.fields.get("task") in {t.split(":")[1] for t in held}]
     assert lost and {e.fields["kind"] for e in lost} <= {"lost", "expired"}
-    done_by = collections.Counter(t.worker for t in st.tasks)
+    done_by = collections.Counter(t.worker_name for t in st.tasks)
     assert done_by["slow1"] > done_by["slow12"], done_by
     assert done_by["slow12"] == min(done_by[w] for w in ("slow1", "slow12")), done_by
     # every committed result is in the store, and readable
@@ -105,7 +105,7 @@ def test_frozen_worker_late_result_is_rejected(fleet):
     st = wait_for(lambda: (lambda s: s if s.finished else None)(nova.job(job)), timeout_s=60,
                   message="rescuer to finish")
     t = st.tasks[0]
-    assert t.worker == "rescuer" and t.lease_gen > first_gen
+    assert t.worker_name == "rescuer" and t.lease_gen > first_gen
     os.kill(frozen.pid, signal.SIGCONT)
     # the frozen worker finishes its run: its commit must be rejected as stale
     wait_for(lambda: any(e.type == "stale_rejected" for e in nova.events(count=10000))
@@ -115,7 +115,7 @@ def test_frozen_worker_late_result_is_rejected(fleet):
     rescuer.signal(signal.SIGTERM)
     rescuer.wait(30)
     after = nova.task(tid)
-    assert (after.state, after.result, after.worker) == ("done", t.result, "rescuer")
+    assert (after.state, after.result, after.worker_name) == ("done", t.result, "rescuer")
     # the late object is not the committed result: deleted as an orphan or never uploaded
     keys = list(fleet.store.list(f"jobs/{job}/results/"))
     assert keys == [t.result]
@@ -131,7 +131,7 @@ def test_sigterm_releases_leases_without_using_an_attempt(fleet):
     w.signal(signal.SIGTERM)
     assert w.wait(20) == 0
     t = nova.task(tid)
-    assert (t.state, t.attempts, t.error_kind) == ("pending", 0, "shutdown")
+    assert (t.state, t.attempt_count, t.error_kind) == ("pending", 0, "shutdown")
     assert worker_by_name(nova)["graceful"].state == "stopped"
     assert nova.job(job, with_tasks=False).pending == 1
     assert "Traceback" not in w.output()
@@ -159,7 +159,7 @@ def test_oom_and_poison_tasks(fleet):
     st = nova.job(job)
     assert (st.state, st.done, st.failed) == ("done", 2, 1)
     bad = st.tasks[1]
-    assert bad.state == "failed" and bad.attempts == 2 and "poison" in bad.error.lower()
+    assert bad.state == "failed" and bad.attempt_count == 2 and "poison" in bad.error.lower()
 
 
 def test_backend_refusal_is_one_clear_line(tmp_path, redis_url, namespace):

@@ -2,7 +2,7 @@
 engine here): ``docker-compose config`` accepts the file, with no .env on a fresh clone and
 then publishing nothing beyond 127.0.0.1; docker-compose.many-machines.yml, which opens Redis
 and the store to other machines, refuses to resolve without real secrets; every
-``nova-queue`` command they run parses with the real CLI, and the deployment settings the
+``nova-queue`` command they run (each file alone and merged) parses with the real CLI, and the deployment settings the
 README promises are in place.
 """
 
@@ -277,8 +277,9 @@ def test_bare_file_publishes_only_the_gallery_on_localhost(services):
     assert services["web"]["ports"] == ["${NOVA_WEB_BIND:-127.0.0.1}:${NOVA_WEB_PORT:-8000}:8000"]
 
 
-def test_many_machines_override_requires_every_secret():
+def test_many_machines_override_requires_every_secret(services):
     spec = yaml.safe_load(MANY_MACHINES.read_text())
+    assert set(spec["services"]) <= set(services)  # it only opens services of the bare file
     redis_svc, minio = spec["services"]["redis"], spec["services"]["minio"]
     assert redis_svc["environment"]["REDISCLI_AUTH"].startswith("${NOVA_REDIS_PASSWORD:?")
     assert minio["environment"]["MINIO_ROOT_USER"].startswith("${AWS_ACCESS_KEY_ID:?")
@@ -306,6 +307,8 @@ def test_bare_compose_needs_no_env_and_publishes_nothing_beyond_localhost():
         assert env["AWS_SECRET_ACCESS_KEY"] == (
             resolved["minio"]["environment"]["MINIO_ROOT_PASSWORD"])
     assert len(resolved["minio"]["environment"]["MINIO_ROOT_PASSWORD"]) >= 8  # MinIO's minimum
+    for name in NOVA_SERVICES:  # what docker compose would run parses with the real CLI
+        check_cli(service_argv(resolved[name]))
 
 
 @needs_compose
@@ -328,6 +331,8 @@ def test_many_machines_opens_redis_and_the_store_with_the_real_secrets():
     assert published(resolved["redis"]) == [("0.0.0.0", 6379)]
     assert sorted(published(resolved["minio"])) == [("0.0.0.0", 9000), ("127.0.0.1", 9001)]
     assert published(resolved["web"]) == [("127.0.0.1", 8000)]  # the gallery stays local
+    for name in NOVA_SERVICES & set(resolved):  # the merged commands still parse
+        check_cli(service_argv(resolved[name]))
     assert resolved["redis"]["command"][-1] == "test-redis-pw"
     assert resolved["redis"]["environment"]["REDISCLI_AUTH"] == "test-redis-pw"
     assert resolved["minio"]["environment"]["MINIO_ROOT_PASSWORD"] == "test-secret-123"

@@ -1,11 +1,12 @@
 """Every ``nova-queue …`` command line the docs show parses with the real CLI.
 
-Collected from README.md, docs/*.md and docker-compose.yml: shell code blocks (``bash``,
+Collected from README.md, docs/*.md and the two compose files: shell code blocks (``bash``,
 ``sh``, ``console``, ``shell``) and inline code spans. An unknown option or command fails;
 placeholders (URL, FILE, JOB, DIR, ...) are fine as values, a placeholder in the command's
 place (``nova-queue COMMAND --help``) stands for every command, and a mention without its
 required arguments (``nova-queue make-model``) is a mention, not a usage error. The services
-of docker-compose.yml are parsed by tests/test_compose.py with the same ``check_cli``.
+of the compose files (alone and merged) are parsed by tests/project/test_compose.py with the
+same ``check_cli``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from novatests.cli import check_cli
 from nova_queue.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docker-compose.yml"]
+SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+           ROOT / "docker-compose.yml", ROOT / "docker-compose.many-machines.yml"]
 SHELL_FENCES = {"bash", "sh", "console", "shell"}
 MENTION = re.compile(r"(?:^|[\s;&|(])nova-queue(?:\s|$)")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")

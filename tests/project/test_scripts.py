@@ -64,6 +64,20 @@ def test_ci_runs_the_readme_command():
     assert os.access(SCRIPT, os.X_OK)
 
 
+def test_ci_installs_what_tests_skip_without():
+    """.ci/run installs every system package whose absence makes tests skip, including the
+    card fonts at the Debian paths the synthetic app looks for first."""
+    from nova_queue.workers.apps.card import FONT_FILES
+
+    ci = (ROOT / ".ci" / "run").read_text()
+    for package in ("redis-server", "chromium", "docker-compose", "fonts-noto-cjk",
+                    "fonts-dejavu-core"):
+        assert f"missing+=({package})" in ci, package
+    dejavu, noto_cjk = FONT_FILES[:2]
+    assert f"[ -f {noto_cjk} ] || missing+=(fonts-noto-cjk)" in ci
+    assert f"[ -f {dejavu} ] || missing+=(fonts-dejavu-core)" in ci
+
+
 def run_script(*args: str) -> subprocess.CompletedProcess:
     """scripts/test in this test's own virtualenv (torch and the project are installed)."""
     env = {**os.environ, "NOVA_VENV": sys.prefix}

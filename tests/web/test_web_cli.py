@@ -32,8 +32,11 @@ LAUNCH = ("import sys\n"
 
 def group() -> click.Group:
     """The real ``nova-queue`` group, with ``web`` added to a copy of its commands."""
+    # the real group's context settings too: click caches a command's help option (-h) the
+    # first time it is built, so a group without them would break 'web -h' for later tests
     return click.Group(name="nova-queue", callback=cli.callback, params=cli.params,
-                       commands={**cli.commands, "web": web})
+                       commands={**cli.commands, "web": web},
+                       context_settings=cli.context_settings)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

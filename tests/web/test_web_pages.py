@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from novatests.seed import expire_worker
+from novatests.seed import FORGED_VALUES, expire_worker, forge_fields
 from novatests.web import XSS, XSS_ESCAPED, StandInWorker, enqueue, unsafe_markup
 
 from nova_queue import TaskSpec
@@ -56,6 +56,24 @@ def test_bidi_controls_are_made_visible_everywhere(client, hostile_job):
     for marker in ("\u27eaU+202E\u27eb", "\u27eaU+2066\u27eb", "\u27eaU+2069\u27eb",
                    "\u27eaU+200F\u27eb", "\u27eaU+061C\u27eb"):
         assert marker in gallery
+
+
+@pytest.mark.parametrize("value", FORGED_VALUES)
+def test_every_page_survives_fields_forged_by_a_worker(client, nova, store, value):
+    """A worker credential may HSET any field: ``done`` set to ``inf`` in one job made the
+    home page (and every page listing jobs) answer 500 for everyone; other fields broke the
+    job, task, workers, events and metrics pages."""
+    job = enqueue(nova, ["a", "b", "c"], max_attempts=1)
+    w = StandInWorker(nova, store, "w1")
+    [done] = w.claim()
+    w.finish(done, meta={"seed": 1})
+    [failed] = w.claim()
+    nova.fail("w1", failed, "error", "boom")
+    forge_fields(nova, value, job_ids=[job], worker_ids=["w1"])
+    for path in ("/", f"/jobs/{job}", f"/jobs/{job}/tasks/0", f"/jobs/{job}/tasks/1",
+                 "/workers", "/failed", "/events", f"/events?job={job}", "/metrics",
+                 "/api/jobs", f"/api/jobs/{job}", "/api/workers"):
+        assert client.get(path).status_code == 200, path
 
 
 def test_gallery_tags_each_result_with_its_provenance(client, nova, store):

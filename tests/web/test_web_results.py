@@ -66,6 +66,34 @@ def test_only_the_current_result_of_a_task_is_served(client, nova, store, done_j
     assert client.get("/results/jobs/ghost/manifest.json").status_code == 404
 
 
+def test_a_result_field_pointing_elsewhere_is_neither_shown_nor_served(client, nova, store):
+    """Issue 13, item 5, in the gallery: a worker credential may HSET a task's ``result``.
+    Pointed at another job's image, this job's card would have shown it as its own; pointed
+    at an object planted under its own task, the gallery would have served it."""
+    other = enqueue(nova, ["other job's secret"])
+    w = StandInWorker(nova, store, "w1")
+    [lease] = w.claim()
+    other_key = w.finish(lease)
+    job = enqueue(nova, ["mine"])
+    [lease] = w.claim()
+    own = w.finish(lease)
+    nova.redis.hset(nova.keys.task(f"{job}:0"), "result", other_key)
+    page = client.get(f"/jobs/{job}").get_data(as_text=True)
+    assert other_key not in page and "<img " not in page
+    assert f"/results/{other_key}" not in client.get(f"/jobs/{job}/tasks/0").get_data(as_text=True)
+    assert client.get(f"/results/{other_key}").status_code == 200  # still the other job's
+    assert other_key in client.get(f"/jobs/{other}").get_data(as_text=True)
+    # planted beside the task's own result, under a lease that never existed
+    planted = own.replace("-g1-", "-g7-")
+    store.put(planted, b"\x89PNG planted", "image/png")
+    nova.redis.hset(nova.keys.task(f"{job}:0"), "result", planted)
+    assert client.get(f"/results/{planted}").status_code == 404
+    assert planted not in client.get(f"/jobs/{job}").get_data(as_text=True)
+    nova.redis.hset(nova.keys.task(f"{job}:0"), "result", own)
+    assert client.get(f"/results/{own}").status_code == 200
+    assert own in client.get(f"/jobs/{job}").get_data(as_text=True)
+
+
 def test_non_images_are_attachments(client, nova, store, done_job):
     job, _ = done_job
     store.put(artifact_key(job, "manifest.json"), b'{"a": 1}', "application/json")

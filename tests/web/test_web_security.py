@@ -194,6 +194,18 @@ def test_trusted_hosts_refuse_other_host_headers(web_settings):
     app.extensions["nova"].close()
 
 
+@pytest.mark.parametrize("ns", ["*", "?", "[a-z]*", "d\\efault"])
+def test_a_glob_namespace_is_refused_by_the_web_app(monkeypatch, ns):
+    """Issue 13: the gallery reads its namespace from NOVA_NAMESPACE (create_app() under
+    gunicorn); a glob would make the documented ACL rule match every namespace."""
+    from nova_queue.errors import ConfigError
+    from nova_queue.web import create_app
+
+    monkeypatch.setenv("NOVA_NAMESPACE", ns)
+    with pytest.raises(ConfigError, match="invalid namespace"):
+        create_app()
+
+
 def multipart(fields: dict[str, bytes], boundary: str = "nova-test-boundary") -> tuple[bytes, str]:
     """A raw multipart body (the bytes exactly as given: no re-encoding)."""
     parts = [b"--" + boundary.encode() + b'\r\nContent-Disposition: form-data; name="'

@@ -112,7 +112,7 @@ def test_self_test_crash_fails_closed(monkeypatch):
 def test_gflops_is_positive_and_bounded_in_time():
     info = detect_backend("cpu")
     start = time.perf_counter()
-    score = device_score_gflops(info, seconds=0.2)
+    score = device_score_gflops(info, budget_s=0.2)
     elapsed = time.perf_counter() - start
     assert score > 0.1 and elapsed < 5.0
 
@@ -138,7 +138,7 @@ from nova_queue.workers.backend import detect_backend, device_score_gflops
 info = detect_backend()
 out = {"backend": info.backend, "device": info.device, "torch": info.torch_version,
        "ok": info.selftest_ok, "versions": info.versions, "mem": info.memory_total,
-       "gflops": device_score_gflops(info, seconds=0.1)}
+       "gflops": device_score_gflops(info, budget_s=0.1)}
 try:
     detect_backend("cuda")
 except BackendError as exc:

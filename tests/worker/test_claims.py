@@ -119,7 +119,7 @@ def test_a_lost_claim_reply_is_asked_again_with_the_same_attempt_ids(redis_url, 
         (lease,) = wait_for(claim_again, timeout_s=30, message="a claim after the outage").leases
         tasks = nova.tasks(job)
         assert [t.state for t in tasks] == ["leased", "pending"]
-        assert (tasks[0].attempt_id, tasks[0].attempts) == (lease.attempt_id, 1)
+        assert (tasks[0].attempt_id, tasks[0].attempt_count) == (lease.attempt_id, 1)
         claimed = [e for e in nova.events(count=1000) if e.type == "claimed"]
         assert len(claimed) == 1  # the retry made no second lease
     finally:

@@ -30,7 +30,7 @@ def make_worker(redis_url, namespace, tmp_path):
         settings = Settings(redis_url=url, namespace=namespace, home=str(tmp_path),
                             store_url=(tmp_path / "store").as_uri())
         worker = Worker(settings, WorkerOptions(apps=("synthetic",), benchmark=False,
-                                                gflops_s=0, **options))
+                                                device_score_s=0, **options))
         calls: collections.Counter = collections.Counter()
         client = worker.client
         for name in ("claim", "complete", "complete_and_claim"):
@@ -97,7 +97,7 @@ def test_leases_claimed_with_the_last_commit_are_released_on_stop(make_worker):
     st = nova.job(job)
     assert (st.done, st.leased, st.pending) == (1, 0, 4)
     # the task claimed with that commit went back without using an attempt
-    assert [t.attempts for t in st.tasks] == [1, 0, 0, 0, 0]
+    assert [t.attempt_count for t in st.tasks] == [1, 0, 0, 0, 0]
     assert calls["complete_and_claim"] == 1
 
 

@@ -159,12 +159,19 @@ def test_wait_returns_at_once_when_redis_answers(redis_url, caplog):
 
 
 @pytest.mark.slow
-def test_an_invalid_url_stops_the_worker_at_once(procs, namespace, tmp_path):
+@pytest.mark.parametrize("scheme, rest, says", [
+    ("http", "/0", "use redis://, rediss:// (TLS) or unix://"),
+    ("redis", "/0?ssl_ca_certs=/ca.pem",
+     "unknown option 'ssl_ca_certs' in the query (TLS options need rediss://)"),
+])
+def test_an_invalid_url_stops_the_worker_at_once(procs, namespace, tmp_path, scheme, rest,
+                                                 says):
     port = free_port()
-    w = start_worker(procs, f"http://user:{PASSWORD}@127.0.0.1:{port}/0", namespace, tmp_path)
+    w = start_worker(procs, f"{scheme}://user:{PASSWORD}@127.0.0.1:{port}{rest}", namespace,
+                     tmp_path)
     assert w.wait(90) == 1
     out = w.output()
-    expected = (f"error: invalid Redis URL 'http://user:***@127.0.0.1:{port}/0': use "
-                "redis://, rediss:// (TLS) or unix://")
+    expected = f"error: invalid Redis URL '{scheme}://user:***@127.0.0.1:{port}{rest}': {says}"
     assert [line for line in out.splitlines() if line.startswith("error: ")] == [expected]
+    assert "Traceback" not in out
     assert PASSWORD not in out and "waiting for Redis" not in out

@@ -28,6 +28,17 @@ GRPC_OFFSET = 10000  # weed serves each service's gRPC on its port + 10000
 PROBE_BUCKET = "nova-probe"
 
 
+def use_dummy_credentials(mp) -> None:
+    """Point boto3 at the server's one identity through ``mp`` (a pytest MonkeyPatch): its
+    dummy keys and region, and none of the caller's profile, session or endpoint."""
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        mp.delenv(name, raising=False)
+    mp.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    mp.setenv("AWS_DEFAULT_REGION", REGION)
+    mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
 def find_weed() -> str:
     """The ``weed`` binary (``NOVA_TEST_WEED`` overrides); fail the session if missing."""
     binary = os.environ.get("NOVA_TEST_WEED") or shutil.which("weed")

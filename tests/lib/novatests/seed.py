@@ -20,3 +20,24 @@ def set_speed(nova, wid: str, app: str, s_per_cost: float, samples: int = 5) -> 
     nova.redis.hset(nova.keys.worker(wid), mapping={f"ema:{app}": s_per_cost,
                                                     f"n:{app}": samples})
     nova.redis.zadd(nova.keys.app_fleet(app), {wid: s_per_cost})
+
+
+#: What a worker credential can HSET into a field that readers parse as a number or JSON:
+#: infinities, NaN, overflowing and huge numbers, junk, a list, JSON nested past the parser.
+FORGED_VALUES = ["inf", "-inf", "nan", "1e400", "9" * 400, "1e300", "abc", "[1]", "[" * 100_000]
+#: Fields left alone by :func:`forge_fields`: what finds the record at all.
+_IDENTITY_FIELDS = frozenset({"id", "state", "app", "apps"})
+
+
+def forge_fields(nova, value: str, job_ids=(), worker_ids=()) -> None:
+    """Seed state: every field of these jobs, all their tasks and these workers (but the
+    ones that identify them) set to ``value``, plus their JSON fields, as a worker
+    credential may (HSET)."""
+    keys = [nova.keys.worker(w) for w in worker_ids]
+    for job in job_ids:
+        keys.append(nova.keys.job(job))
+        keys += [nova.keys.task(t.task_id) for t in nova.tasks(job)]
+    for key in keys:
+        fields = set(nova.redis.hkeys(key)) - _IDENTITY_FIELDS
+        fields |= {"meta", "params", "capability"}
+        nova.redis.hset(key, mapping=dict.fromkeys(fields, value))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import signal
+from collections.abc import Iterable
 from pathlib import Path
 
 from nova_queue import NovaClient
@@ -43,12 +45,25 @@ class Fleet:
 
     def logs(self) -> str:
         """Every worker's log, for assertion messages."""
-        return "\n".join(f"===== {p.log_path.parent.name}\n{p.output()[-3000:]}"
-                         for p in self.procs)
+        return logs(self.procs)
 
     def close(self) -> None:
         for p in self.procs:
             p.close()
+
+
+def logs(procs: Iterable[WorkerProc]) -> str:
+    """These workers' logs (the last 3000 characters of each), for assertion messages."""
+    return "\n".join(f"===== {p.log_path.parent.name}\n{p.output()[-3000:]}" for p in procs)
+
+
+def stop_cleanly(procs: Iterable[WorkerProc]) -> None:
+    """SIGTERM each worker; each must exit 0 within 30 s and log no traceback."""
+    procs = list(procs)
+    for p in procs:
+        p.signal(signal.SIGTERM)
+    assert [p.wait(30) for p in procs] == [0] * len(procs), logs(procs)
+    no_tracebacks(procs)
 
 
 _RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (\w+) ")

@@ -151,7 +151,6 @@ def check(nova, jobs: Sequence[str], *, store: Any = None, accepted: Iterable[Ac
     if missing:
         raise AssertionError(f"event stream incomplete (trimmed?): no enqueued event for {missing}")
     histories = replay(events, verdict)
-    wanted = set(jobs)
     # events of other jobs in the namespace are replayed but not counted as this run's tasks
     counted_double: set[str] = set()
     counted_stale: set[str] = set()
@@ -163,30 +162,45 @@ def check(nova, jobs: Sequence[str], *, store: Any = None, accepted: Iterable[Ac
             finals[info.task_id] = info
         for index in range(total):
             tid = f"{job}:{index}"
-            info = finals.get(tid)
-            hist = histories.get(tid, _Task())
-            if info is None:
-                verdict.lost += 1
-                verdict.problems.append(f"{tid}: task hash missing")
-                continue
-            ok_states = ("done",) if expect == "done" else TERMINAL
-            if info.state not in ok_states:
-                verdict.lost += 1
-                verdict.problems.append(f"{tid}: ended {info.state}, expected {expect}")
-            if len(hist.commits) > 1:
-                verdict.double += 1
-                counted_double.add(tid)
-                verdict.problems.append(f"{tid}: committed {len(hist.commits)} times")
-            if info.state == "done":
-                last = hist.commits[-1] if hist.commits else None
-                if last != (info.worker_id, info.lease_gen, info.result):
-                    verdict.stale_accepted += tid not in counted_stale
-                    counted_stale.add(tid)
-                    verdict.problems.append(f"{tid}: final commit {last} does not match the "
-                                            f"task ({info.worker_id}, {info.lease_gen})")
-                if store is not None and store.head(info.result) is None:
-                    verdict.lost += 1
-                    verdict.problems.append(f"{tid}: result {info.result} missing from store")
+            _check_task(verdict, tid, finals.get(tid), histories.get(tid, _Task()),
+                        expect=expect, store=store, counted_double=counted_double,
+                        counted_stale=counted_stale)
+    _check_accepted(verdict, accepted, set(jobs), finals, counted_double=counted_double,
+                    counted_stale=counted_stale)
+    return verdict
+
+
+def _check_task(verdict: Verdict, tid: str, info: Any, hist: _Task, *, expect: str,
+                store: Any, counted_double: set[str], counted_stale: set[str]) -> None:
+    """One task's final state against its replayed history (and its result object)."""
+    if info is None:
+        verdict.lost += 1
+        verdict.problems.append(f"{tid}: task hash missing")
+        return
+    ok_states = ("done",) if expect == "done" else TERMINAL
+    if info.state not in ok_states:
+        verdict.lost += 1
+        verdict.problems.append(f"{tid}: ended {info.state}, expected {expect}")
+    if len(hist.commits) > 1:
+        verdict.double += 1
+        counted_double.add(tid)
+        verdict.problems.append(f"{tid}: committed {len(hist.commits)} times")
+    if info.state == "done":
+        last = hist.commits[-1] if hist.commits else None
+        if last != (info.worker_id, info.lease_gen, info.result):
+            verdict.stale_accepted += tid not in counted_stale
+            counted_stale.add(tid)
+            verdict.problems.append(f"{tid}: final commit {last} does not match the "
+                                    f"task ({info.worker_id}, {info.lease_gen})")
+        if store is not None and store.head(info.result) is None:
+            verdict.lost += 1
+            verdict.problems.append(f"{tid}: result {info.result} missing from store")
+
+
+def _check_accepted(verdict: Verdict, accepted: Iterable[Accepted], wanted: set[str],
+                    finals: dict[str, Any], *, counted_double: set[str],
+                    counted_stale: set[str]) -> None:
+    """The commits clients saw accepted against the final task hashes."""
     by_task: dict[str, set[tuple[int, str]]] = collections.defaultdict(set)
     for a in accepted:
         if a.task_id.rpartition(":")[0] not in wanted:
@@ -205,7 +219,6 @@ def check(nova, jobs: Sequence[str], *, store: Any = None, accepted: Iterable[Ac
         if len(seen) > 1 and tid not in counted_double:
             verdict.double += 1
             verdict.problems.append(f"{tid}: client saw {len(seen)} different commits accepted")
-    return verdict
 
 
 def invariants(nova, jobs: Sequence[str]) -> list[str]:

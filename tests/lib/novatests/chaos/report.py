@@ -92,8 +92,13 @@ def _redis_version() -> str:
 
 def render(rows: dict[int, Row], gaps: dict[str, str] | None = None) -> str:
     """Markdown: what was checked, then one table row per scenario."""
+    return "\n".join([*_intro(), *_table_rows(rows), *_footer(gaps)])
+
+
+def _intro() -> list[str]:
+    """What the checker counts, how this run was made, and the table's header."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [
+    return [
         "# Reliability",
         "",
         "nova-queue promises at-least-once execution, exactly one committed result per task,",
@@ -126,6 +131,11 @@ def render(rows: dict[int, Row], gaps: dict[str, str] | None = None) -> str:
          "| two live leases | stale rejected | requeued | backups | time (s) |"),
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+
+def _table_rows(rows: dict[int, Row]) -> list[str]:
+    """One row per scenario, in the order of SCENARIOS."""
+    lines: list[str] = []
     for number, title in SCENARIOS.items():
         r = rows.get(number)
         if r is None:
@@ -139,7 +149,12 @@ def render(rows: dict[int, Row], gaps: dict[str, str] | None = None) -> str:
                      f"{r.double} | "
                      f"{r.stale_accepted} | {r.overlap} | {r.rejected} | {r.requeued} | "
                      f"{r.backups} | {r.seconds:.1f} |")
-    lines += [
+    return lines
+
+
+def _footer(gaps: dict[str, str] | None) -> list[str]:
+    """How to run it, the known gaps (strict xfails), where the security checks are."""
+    lines = [
         "",
         "Run it with `python -m pytest tests/chaos` (about 3 minutes on 2 cores; every",
         "scenario with real processes is marked `slow`). Scenario 1 picks a random kill",
@@ -161,4 +176,4 @@ def render(rows: dict[int, Row], gaps: dict[str, str] | None = None) -> str:
         "`tests/chaos/test_security_*.py`; see [SECURITY.md](SECURITY.md).",
         "",
     ]
-    return "\n".join(lines)
+    return lines

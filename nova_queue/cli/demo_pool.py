@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -137,34 +138,38 @@ class Demo:
         client = redis.Redis.from_url(self.redis_url, socket_timeout=1)
 
         def answers() -> bool:
-            self._check_children()
             try:
                 return bool(client.ping())
             except redis.RedisError:
                 return False
 
         try:
-            wait_for(answers, timeout_s, 0.05, "the demo's Redis")
-        except TimeoutError:
-            raise ConfigError("the demo's Redis did not start; see "
-                              f"{self.data / 'logs' / 'redis.log'}") from None
+            self._wait_started(answers, timeout_s, 0.05, "the demo's Redis", "redis.log")
         finally:
             client.close()
 
     def _wait_web(self, timeout_s: float = 30) -> None:
         def answers() -> bool:
-            self._check_children()
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/", timeout=2):
                     return True
             except OSError:
                 return False
 
+        self._wait_started(answers, timeout_s, 0.1, "the web gallery", "web.log")
+
+    def _wait_started(self, answers: Callable[[], bool], timeout_s: float, poll_s: float,
+                      what: str, log_name: str) -> None:
+        """Wait until ``answers()``; a child that exits or a timeout names its log."""
+        def ready() -> bool:
+            self._check_children()
+            return answers()
+
         try:
-            wait_for(answers, timeout_s, 0.1, "the web gallery")
+            wait_for(ready, timeout_s, poll_s, what)
         except TimeoutError:
-            raise ConfigError("the web gallery did not start; see "
-                              f"{self.data / 'logs' / 'web.log'}") from None
+            raise ConfigError(f"{what} did not start; see "
+                              f"{self.data / 'logs' / log_name}") from None
 
     def _check_children(self) -> None:
         for label, proc in self.children:
