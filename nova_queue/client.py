@@ -331,35 +331,6 @@ class NovaClient(WorkerCalls):
         out.sort(key=lambda w: (not w.alive, w.host_id, w.name))
         return out
 
-    def eligible_workers(self, app: str) -> list[str]:
-        """Ids of the live workers (heartbeat not expired) that serve ``app``, sorted.
-
-        What a job of ``app`` can run on right now; an empty list means its tasks wait
-        until such a worker joins."""
-        members = sorted(self.redis.smembers(self.keys.app_workers(app)))
-        if not members:
-            return []
-        now_ms = self.server_time_ms()
-        scores = self.redis.zmscore(self.keys.alive(), members)
-        return [wid for wid, s in zip(members, scores) if s is not None and s >= now_ms]
-
-    def live_apps(self) -> dict[str, int]:
-        """``{app: live workers serving it}`` over every live worker (for "who could run
-        this" hints)."""
-        now_ms = self.server_time_ms()
-        live = self.redis.zrangebyscore(self.keys.alive(), now_ms, "+inf")
-        if not live:
-            return {}
-        pipe = self.redis.pipeline(transaction=False)
-        for wid in live:
-            pipe.hget(self.keys.worker(wid), "apps")
-        out: dict[str, int] = {}
-        for apps in pipe.execute():
-            for a in (apps or "").split(","):
-                if a:
-                    out[a] = out.get(a, 0) + 1
-        return dict(sorted(out.items()))
-
     def pending_count(self, app: str) -> int:
         """Tasks of ``app`` waiting for a worker."""
         return int(self.redis.zcard(self.keys.pending(app)))

@@ -1,5 +1,6 @@
 """The fenced calls a worker makes: register, claim, renew, complete (and complete with
-the next claim), fail, deregister, reap. Mixed into :class:`~nova_queue.client.NovaClient`;
+the next claim), fail, deregister, reap; who can run an app (eligible_workers, live_apps)
+and an admin's quarantine of a worker. Mixed into :class:`~nova_queue.client.NovaClient`;
 each call is one Lua script, its status codes mapped to exceptions by ``errors``."""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import redis
 
 from nova_queue import errors
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
@@ -28,6 +31,7 @@ class WorkerCalls:
     """The worker side of the client; needs the attributes NovaClient sets."""
 
     settings: Settings
+    redis: redis.Redis
     keys: Keyspace
     prefix: str
     _key_lists: dict[tuple[str, str, str], list[str]]
@@ -35,6 +39,8 @@ class WorkerCalls:
 
     if TYPE_CHECKING:
         def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]: ...
+
+        def server_time_ms(self) -> int: ...
 
     @property
     def _timeout_args(self) -> list[Any]:
@@ -237,6 +243,35 @@ class WorkerCalls:
              int(st.quarantine_fast_s * 1000), int(st.quarantine_cooldown_s * 1000)])
         errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
         return FailResult(requeued=state == "pending", state=str(state))
+
+    def eligible_workers(self, app: str) -> list[str]:
+        """Ids of the live workers (heartbeat not expired) that serve ``app``, sorted.
+
+        What a job of ``app`` can run on right now; an empty list means its tasks wait
+        until such a worker joins."""
+        members = sorted(self.redis.smembers(self.keys.app_workers(app)))
+        if not members:
+            return []
+        now_ms = self.server_time_ms()
+        scores = self.redis.zmscore(self.keys.alive(), members)
+        return [wid for wid, s in zip(members, scores) if s is not None and s >= now_ms]
+
+    def live_apps(self) -> dict[str, int]:
+        """``{app: live workers serving it}`` over every live worker (for "who could run
+        this" hints)."""
+        now_ms = self.server_time_ms()
+        live = self.redis.zrangebyscore(self.keys.alive(), now_ms, "+inf")
+        if not live:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        for wid in live:
+            pipe.hget(self.keys.worker(wid), "apps")
+        out: dict[str, int] = {}
+        for apps in pipe.execute():
+            for a in (apps or "").split(","):
+                if a:
+                    out[a] = out.get(a, 0) + 1
+        return dict(sorted(out.items()))
 
     def set_quarantine(self, worker_id: str, quarantined: bool, *, reason: str = "",
                        cooldown_s: float | None = None) -> str:

@@ -37,10 +37,10 @@ from nova_queue.errors import WorkerLostError
 from nova_queue.models import Lease
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
+from nova_queue.workers.abandon import EXIT_RESTART, Abandoner
 from nova_queue.workers.apps import WorkerApp, load_worker_app
 from nova_queue.workers.backend import BackendInfo, capability, detect_backend, device_score_gflops
 from nova_queue.workers.claims import Claims
-from nova_queue.workers.abandon import EXIT_RESTART, Abandoner
 from nova_queue.workers.execute import Executor, RunOutcome, WorkerShutdown
 from nova_queue.workers.heartbeat import Heartbeat
 from nova_queue.workers.node import Node, load_or_create_node, new_worker_id
@@ -57,7 +57,7 @@ MAX_BACKOFF_S = 30.0
 WAKE_EVENTS = frozenset({"enqueued", "requeued"})
 #: While other workers' events stream by, look for a wake event at most this often.
 WAKE_POLL_S = 0.05
-__all__ = ["EXIT_RESTART", "Worker", "WorkerOptions"]
+__all__ = ["EXIT_RESTART", "Worker", "WorkerOptions"]  # EXIT_RESTART: for supervisors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +110,6 @@ class Worker:
         self._turn = 0
         #: abandons running batches whose leases are all lost
         self.abandon = Abandoner(self.client, settings.abandon_grace_s)
-        self._quarantine_logged = ""
 
     @property
     def tasks_done(self) -> int:
@@ -288,25 +287,14 @@ class Worker:
             result = self.claims.claim(app)
             statuses.append(result.status)
             if result.status == "ok":
-                self._quarantine_logged = ""
                 # the next round starts with the next app, and this run's last commit
                 # already claims for it
                 self._turn = (self._turn + i + 1) % len(names)
                 outcome = self._execute(app, result.leases, names[self._turn])
                 return _Round(True, tuple(statuses), infra_errors=outcome.infra_errors)
-            if result.status == "quarantined":
-                self._log_quarantine(result.reason)
             waits.append(result.retry_after_s)
         return _Round(False, tuple(statuses), min(min(waits or [MAX_IDLE_WAIT_S]),
                                                   MAX_IDLE_WAIT_S))
-
-    def _log_quarantine(self, reason: str) -> None:
-        """Say once per quarantine why claims are refused."""
-        if reason != self._quarantine_logged:
-            self._quarantine_logged = reason
-            log.warning("quarantined: claims refused (%s); a probe task follows the cool-down, "
-                        "or 'nova-queue quarantine release %s' lets this worker back now",
-                        reason, self.worker_id)
 
     def _execute(self, app: str, leases: list[Lease], next_app: str) -> RunOutcome:
         """Run claimed leases of ``app``; the run's last commit claims ``next_app``'s next

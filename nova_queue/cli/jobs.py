@@ -76,8 +76,12 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     note = no_worker_note(client, app)
     if note:
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
-    if not wait:
-        return
+    if wait:
+        follow(client, job_id, as_json)
+
+
+def follow(client, job_id: str, as_json: bool) -> None:
+    """``enqueue --wait``: follow the job to its end; exit 1 unless every task is done."""
     status = wait_for_job(client, job_id, progress=not as_json)
     if as_json:
         click.echo(json.dumps({"job_id": job_id, **status.to_json(with_tasks=False)}))

@@ -16,18 +16,38 @@ from nova_queue.limits import MAX_COOLDOWN_S
 from nova_queue.models import WorkerInfo
 
 
-@click.group()
-def quarantine() -> None:
-    """Quarantined workers: list them, quarantine one by hand, or let one back."""
-
-
-@quarantine.command("list")
+@click.command()
+@click.argument("action", type=click.Choice(["list", "add", "release"]))
+@click.argument("worker", required=False)
+@click.option("--reason", default="", help="add: shown with the worker (at most 500 characters).")
+@click.option("--cooldown", "cooldown_s", type=click.FloatRange(0.001, MAX_COOLDOWN_S),
+              default=None, metavar="SECONDS",
+              help="add: until its probe task.  [default: NOVA_QUARANTINE_COOLDOWN_S or 300]")
 @shared_options()
 @pass_ctx
 @handle_errors
-def list_(ctx: Context) -> None:
-    """Quarantined workers, why, and when each may probe again."""
+def quarantine(ctx: Context, action: str, worker: str | None, reason: str,
+               cooldown_s: float | None) -> None:
+    """Quarantined workers (admin): 'list' them with why and when each probes again; 'add
+    WORKER' quarantines one by hand (its claims are refused until a probe task after the
+    cool-down commits); 'release WORKER' lets one claim again now. WORKER is a worker id, or
+    a name if only one worker has it.
+    """
     client = ctx.client()
+    if action == "list":
+        _list(client)
+        return
+    if not worker:
+        raise InputError(f"quarantine {action} needs a WORKER (an id or a name)")
+    w = find_worker(client.workers(), worker)
+    state = client.set_quarantine(w.worker_id, action == "add", reason=reason,
+                                  cooldown_s=cooldown_s)
+    said = {"quarantined": "quarantined", "released": "released",
+            "unchanged": "already quarantined" if action == "add" else "was not quarantined"}
+    click.echo(f"{visible(w.name)} ({w.worker_id}): {said[state]}")
+
+
+def _list(client) -> None:
     now_ms = client.server_time_ms()
     found = [w for w in client.workers() if w.quarantined]
     if not found:
@@ -36,39 +56,6 @@ def list_(ctx: Context) -> None:
         wait = max(0, (w.quarantine_until_ms or now_ms) - now_ms) / 1000
         click.echo(f"{visible(w.name)} ({w.worker_id}) {'alive' if w.alive else w.state}, "
                    f"probe in {wait:.0f} s: {visible(w.quarantine_reason)}")
-
-
-@quarantine.command("release")
-@click.argument("worker")
-@shared_options()
-@pass_ctx
-@handle_errors
-def release(ctx: Context, worker: str) -> None:
-    """Let WORKER (its id, or its name if unique) claim again now."""
-    client = ctx.client()
-    w = find_worker(client.workers(), worker)
-    state = client.set_quarantine(w.worker_id, False)
-    click.echo(f"{visible(w.name)} ({w.worker_id}): "
-               f"{'released' if state == 'released' else 'was not quarantined'}")
-
-
-@quarantine.command("add")
-@click.argument("worker")
-@click.option("--reason", default="", help="Shown with the worker (at most 500 characters).")
-@click.option("--cooldown", "cooldown_s", type=click.FloatRange(0.001, MAX_COOLDOWN_S),
-              default=None, metavar="SECONDS",
-              help="Until its probe task.  [default: NOVA_QUARANTINE_COOLDOWN_S or 300]")
-@shared_options()
-@pass_ctx
-@handle_errors
-def add(ctx: Context, worker: str, reason: str, cooldown_s: float | None) -> None:
-    """Quarantine WORKER by hand: its claims are refused until a probe task after the
-    cool-down commits (or 'quarantine release')."""
-    client = ctx.client()
-    w = find_worker(client.workers(), worker)
-    state = client.set_quarantine(w.worker_id, True, reason=reason, cooldown_s=cooldown_s)
-    click.echo(f"{visible(w.name)} ({w.worker_id}): "
-               f"{'quarantined' if state == 'quarantined' else 'already quarantined'}")
 
 
 def find_worker(workers: list[WorkerInfo], key: str) -> WorkerInfo:

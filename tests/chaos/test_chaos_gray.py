@@ -72,8 +72,8 @@ def test_a_worker_that_fails_everything_fails_no_task(fleet, nova_chaos, record,
     assert (st.done, st.failed) == (30, 0), fleet.logs()
     w = {x.name: x for x in nova.workers()}["broken"]
     assert w.quarantined and "simulated broken device" in w.quarantine_reason
-    assert all(t.worker == "good" for t in st.tasks)
-    assert max(t.attempts for t in st.tasks) == 1  # its attempts did not count
+    assert all(t.worker_name == "good" for t in st.tasks)
+    assert max(t.attempt_count for t in st.tasks) == 1  # its attempts did not count
     verdict, codes = verify(nova, fleet, job, [broken, good])
     assert codes == [0, 0]
     record(14, verdict, started)
@@ -105,7 +105,7 @@ def test_a_hung_task_times_out_and_runs_elsewhere(fleet, nova_chaos, record, tmp
     wait_for(lambda: finished(nova, job2), timeout_s=60, message="hung to work again")
     verdict, codes = verify(nova, fleet, job, [hung, rescuer])
     assert codes == [0, 0]
-    assert nova.job(job2).tasks[0].worker == "hung"
+    assert nova.job(job2).tasks[0].worker_name == "hung"
     record(15, verdict, started)
 
 
@@ -208,7 +208,7 @@ def test_a_hung_tasks_late_result_is_stale(fleet, nova_chaos, record, tmp_path):
     wait_for(lambda: "abandoned 1 task(s)" in late.output() or "dropping" in late.output()
              or events(nova, "stale_rejected"), timeout_s=30, message="the late result fenced")
     done = nova.task(tid)
-    assert done.worker == "other" and done.lease_gen > first.lease_gen
+    assert done.worker_name == "other" and done.lease_gen > first.lease_gen
     store = open_store(fleet.store_url)
     keys = list(store.list(f"jobs/{job}/results/"))
     assert keys == [done.result], keys  # nothing of the late attempt

@@ -78,9 +78,10 @@ def test_worker_frozen_past_its_ttl_then_resumed(fleet, nova_chaos, record):
     assert time.monotonic() - frozen_at > LEASE_TTL_S
     os.kill(frozen.pid, signal.SIGCONT)
     # the frozen worker finishes its run: its commit is rejected, or it learns first that
-    # the lease was lost and drops the result
+    # the lease was lost and drops the result, or abandons the run (its next renew says so)
     wait_for(lambda: any(e.type == "stale_rejected" for e in nova.events(count=100_000))
-             or "dropping" in frozen.output(), timeout_s=30, message="the late result fenced")
+             or "dropping" in frozen.output() or "abandoned" in frozen.output(),
+             timeout_s=30, message="the late result fenced")
     stop_cleanly([frozen, rescuer])
     t = nova.task(tid)
     assert t.state == "done" and t.worker_name == "rescuer" and t.lease_gen > first_gen

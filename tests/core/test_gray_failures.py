@@ -135,7 +135,7 @@ def test_a_poison_task_still_fails_after_max_attempts_and_benches_nobody(nova):
                 break
     assert order[:2] == ["a", "b"] and len(order) == 3
     st = nova.job(job)
-    assert (st.state, st.failed, st.tasks[0].attempts) == ("done", 1, 3)
+    assert (st.state, st.failed, st.tasks[0].attempt_count) == ("done", 1, 3)
     assert not any(w.quarantined for w in nova.workers())
 
 
@@ -167,7 +167,7 @@ def test_a_worker_whose_failures_succeed_elsewhere_is_quarantined(nova):
     assert nova.redis.zscore(nova.keys.app_fleet("synthetic"), "broken") is None
     assert nova.eligible_workers("synthetic") == ["good"]
     # the attempts it used were given back: each task ran once for real
-    assert [nova.task(t).attempts for t in failed] == [1, 1, 1]
+    assert [nova.task(t).attempt_count for t in failed] == [1, 1, 1]
     [ev] = events(nova, "worker_quarantined")
     assert ev.fields["worker"] == "broken" and ev.fields["refunded"] == "3"
     setup_job(nova, 2)
@@ -204,7 +204,7 @@ def test_a_failed_probe_doubles_the_cool_down(nova):
     w = worker_hash(nova, "broken")
     assert w["quarantined"] == "1" and int(w["cooldown_ms"]) == 2 * cooldown
     assert w["quarantine_reason"].startswith("probe task failed: still broken")
-    assert nova.task(probe.task_id).attempts == 0  # a quarantined worker's attempt is not used
+    assert nova.task(probe.task_id).attempt_count == 0  # a quarantined worker's attempt is not used
     # a probe whose lease ends some other way (it expired) counts as failed at the next claim
     nova.redis.hset(nova.keys.worker("broken"), "quarantine_until_ms", 1)
     probe = nova.claim("broken", "synthetic").leases[0]
@@ -273,135 +273,3 @@ def test_a_quarantined_worker_that_rejoins_stays_quarantined(nova):
     join(nova, "w")
     assert worker_hash(nova, "w")["quarantined"] == "1"
     assert nova.eligible_workers("synthetic") == []
-
-
-# -- backup attempts ---------------------------------------------------------------------
-
-def running_slowly(nova, elapsed_ms=5_000, predicted_s=0.5):
-    """A task that "slow" has run for ``elapsed_ms`` against a prediction of ``predicted_s``,
-    nothing else pending, and an idle "fast" worker."""
-    job = setup_job(nova, 1, cost=1.0)
-    join(nova, "slow")
-    set_speed(nova, "slow", "synthetic", predicted_s)
-    primary = nova.claim("slow", "synthetic").leases[0]
-    join(nova, "fast")  # joins later (else the policy had left the task to it)
-    set_speed(nova, "fast", "synthetic", 0.2)
-    backdate(nova, primary.task_id, elapsed_ms)
-    return job, primary
-
-
-def test_an_idle_worker_backs_up_an_overdue_attempt(nova):
-    _, primary = running_slowly(nova)
-    res = nova.claim("fast", "synthetic")
-    [backup] = res.leases
-    assert backup.backup and backup.task_id == primary.task_id
-    assert backup.lease_gen == primary.lease_gen + 1 and backup.attempt == primary.attempt
-    h = task_hash(nova, primary.task_id)
-    assert (h["state"], h["worker"], h["b_worker"]) == ("leased", "slow", "fast")
-    assert nova.redis.sismember(nova.keys.held("fast"), primary.task_id)
-    assert nova.task(primary.task_id).backup["worker_id"] == "fast"
-    [ev] = events(nova, "backup_started")
-    assert (ev.fields["worker"], ev.fields["of"]) == ("fast", "slow")
-    assert nova.renew("slow", [primary]).lost == [] and nova.renew("fast", [backup]).lost == []
-    join(nova, "third")
-    set_speed(nova, "third", "synthetic", 0.2)
-    assert nova.claim("third", "synthetic").status == "wait"  # at most one backup per task
-
-
-def test_the_first_commit_wins_and_the_other_attempt_is_stale(nova):
-    job, primary = running_slowly(nova)
-    backup = nova.claim("fast", "synthetic").leases[0]
-    commit(nova, "fast", backup, run_s=0.2)
-    h = task_hash(nova, primary.task_id)
-    assert (h["state"], h["worker"], h["lease_gen"]) == ("done", "fast", str(backup.lease_gen))
-    assert not any(f.startswith("b_") for f in h)
-    assert not nova.redis.sismember(nova.keys.held("slow"), primary.task_id)
-    assert nova.renew("slow", [primary]).reasons == {primary.task_id: "superseded"}
-    with pytest.raises(StaleResultError):
-        commit(nova, "slow", primary)
-    [won] = events(nova, "backup_won")
-    assert (won.fields["worker"], won.fields["loser"]) == ("fast", "slow")
-    assert float(won.fields["loser_run_s"]) >= 5.0
-    # the loser ran 5 s without finishing: its estimate rises to at least that
-    assert float(worker_hash(nova, "slow")["ema:synthetic"]) >= 5.0
-    st = nova.job(job, with_tasks=False)
-    assert (st.state, st.done, st.leased) == ("done", 1, 0)
-    assert int(nova.redis.hget(nova.keys.inflight(), "synthetic")) == 0
-
-
-def test_the_primary_can_win_too(nova):
-    _, primary = running_slowly(nova)
-    backup = nova.claim("fast", "synthetic").leases[0]
-    commit(nova, "slow", primary, run_s=5.0)
-    assert [e.fields["loser"] for e in events(nova, "backup_lost")] == ["fast"]
-    assert nova.renew("fast", [backup]).reasons == {backup.task_id: "superseded"}
-    with pytest.raises(StaleResultError):
-        commit(nova, "fast", backup)
-    assert task_hash(nova, primary.task_id)["worker"] == "slow"
-
-
-def test_no_backup_when_predictions_hold_or_the_gain_is_small(nova):
-    _, primary = running_slowly(nova, elapsed_ms=100, predicted_s=0.5)
-    assert nova.claim("fast", "synthetic").status == "wait"  # 0.4 s left, 0.2 s: no clear gain
-    backdate(nova, primary.task_id, 1_000)  # overdue, but saving 1.1 - 0.2 s < 1 s
-    assert nova.claim("fast", "synthetic").status == "wait"
-    backdate(nova, primary.task_id, 1_000)
-    assert nova.claim("fast", "synthetic").leases[0].backup
-
-
-def test_no_backup_while_the_worker_has_work_of_its_own(nova):
-    running_slowly(nova)
-    setup_job(nova, 1)
-    lease = nova.claim("fast", "synthetic").leases[0]
-    assert not lease.backup
-
-
-def test_one_attempt_ends_and_the_other_runs_on(nova):
-    job, primary = running_slowly(nova)
-    backup = nova.claim("fast", "synthetic").leases[0]
-    assert nova.fail("slow", primary, "error", "segfault").state == "leased"
-    h = task_hash(nova, primary.task_id)
-    assert (h["state"], h["worker"], h["lease_gen"]) == ("leased", "fast", str(backup.lease_gen))
-    assert not nova.redis.sismember(nova.keys.held("slow"), primary.task_id)
-    [ended] = events(nova, "attempt_ended")
-    assert (ended.fields["worker"], ended.fields["kind"]) == ("slow", "error")
-    assert nova.renew("fast", [backup]).lost == []
-    commit(nova, "fast", backup)
-    assert nova.job(job, with_tasks=False).state == "done"
-
-
-def test_a_lost_backup_worker_leaves_the_primary_running(nova):
-    _, primary = running_slowly(nova)
-    nova.claim("fast", "synthetic")
-    expire_worker(nova, "fast")
-    nova.reap()
-    h = task_hash(nova, primary.task_id)
-    assert (h["state"], h["worker"], "b_worker" in h) == ("leased", "slow", False)
-    assert nova.renew("slow", [primary]).lost == []
-    deadline = int(task_hash(nova, primary.task_id)["deadline_ms"])
-    assert nova.redis.zscore(nova.keys.leases(), primary.task_id) == deadline
-
-
-def test_an_expired_attempt_ends_alone(nova):
-    _, primary = running_slowly(nova)
-    backup = nova.claim("fast", "synthetic").leases[0]
-    nova.redis.hset(nova.keys.task(primary.task_id), "deadline_ms", 1)
-    nova.redis.zadd(nova.keys.leases(), {primary.task_id: 1})
-    nova.reap()
-    h = task_hash(nova, primary.task_id)
-    assert (h["state"], h["worker"]) == ("leased", "fast")
-    assert nova.redis.zscore(nova.keys.leases(), primary.task_id) == backup.deadline_ms
-
-
-def test_a_retried_claim_gets_its_backup_lease_back(nova):
-    _, primary = running_slowly(nova)
-    first = nova.claim("fast", "synthetic", attempt_ids=["retry1"]).leases
-    again = nova.claim("fast", "synthetic", attempt_ids=["retry1"]).leases
-    assert again == first and again[0].backup
-
-
-def test_a_late_joiner_backs_up_a_slow_workers_long_task(nova):
-    """The slow worker's prediction is right, but a worker that joined later finishes the task
-    far sooner: that is a backup too (the benchmark's late-joiner case)."""
-    _, primary = running_slowly(nova, elapsed_ms=1_000, predicted_s=80.0)
-    assert nova.claim("fast", "synthetic").leases[0].backup
