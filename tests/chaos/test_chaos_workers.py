@@ -59,7 +59,8 @@ def test_kill_9_workers_at_random_moments(fleet, nova_chaos, record):
     verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
     assert not invariants(nova, [job])
     record(1, verdict, started)
-    assert kills >= 3 and verdict.requeued >= 1, (kills, verdict.summary())
+    # a killed worker's task comes back when its lease expires, or an idle worker backs it up
+    assert kills >= 3 and verdict.requeued + verdict.backups >= 1, (kills, verdict.summary())
 
 
 def test_worker_frozen_past_its_ttl_then_resumed(fleet, nova_chaos, record):
