@@ -30,6 +30,24 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     add("makespan ≤ 1.15 × T* (fastest worker killed)", s,
         s and f"{s['kill_makespan_over_optimum']:.3f} × T*",
         s and s["kill_makespan_over_optimum"] <= 1.15)
+    add("late joiner: makespan ≤ 1.10 × T*", s,
+        s and f"{s['late_makespan_over_optimum']:.3f} × T*",
+        s and s["late_makespan_over_optimum"] <= 1.10)
+    g = s and s.get("gray")
+    add("throttled 100× at half the job: makespan ≤ 1.15 × T*", g,
+        g and f"{s['throttle_makespan_over_optimum']:.3f} × T*",
+        g and s["throttle_makespan_over_optimum"] <= 1.15)
+    add("a worker failing everything: 0 failed tasks, makespan ≤ 1.10 × the healthy T*", g,
+        g and (f"{s['blackhole_failed_tasks']} failed, "
+               f"{s['blackhole_makespan_over_optimum']:.3f} × T*"),
+        g and s["blackhole_failed_tasks"] == 0 and s["blackhole_makespan_over_optimum"] <= 1.10)
+    add("a hung task committed elsewhere ≤ timeout + TTL + 1 s", g,
+        g and (f"{s['hang_recovery_s']:.2f} s (timeout {g['hang_timeout_s']:g} s, "
+               f"TTL {g['lease_ttl_s']:g} s)"),
+        g and s["hang_recovery_s"] <= g["hang_timeout_s"] + g["lease_ttl_s"] + 1)
+    add("backups waste ≤ 5 % of task-seconds (no failures)", s and "backup_waste_fraction" in s,
+        s and "backup_waste_fraction" in s and f"{100 * s['backup_waste_fraction']:.1f} %",
+        s and s.get("backup_waste_fraction", 1) <= 0.05)
     add("FIFO makespan ≥ 3 × nova-queue's", s, s and f"{s['fifo_over_nova']:.2f} ×",
         s and s["fifo_over_nova"] >= 3)
     add("lifecycle throughput ≥ 10 × RQ SimpleWorker (best ÷ best)", t, t and (
@@ -128,6 +146,37 @@ def _scheduling(s: dict[str, Any]) -> list[str]:
         out += [(f"Pickup latency (t0 → a nova worker's first lease, median over the workers "
                  f"that got tasks in the base runs): {pickup:.3f} s."), ""]
     out += [_fifo_bound(s), "", "![makespan by policy](bench-makespan.png)", ""]
+    return out + _gray(s)
+
+
+def _gray(s: dict[str, Any]) -> list[str]:
+    """The gray-failure scenarios (benchmarks/gray.py) and the base runs' backup waste."""
+    g = s.get("gray")
+    if not g:
+        return []
+    out = ["### Gray failures", "",
+           ("The same fleet and tasks with one worker misbehaving (switched on through the "
+            "synthetic app's control file): **throttle** — the 1× worker turns 100× slower "
+            "at half the job (T\* counts it until then); **blackhole** — the 1.5× worker "
+            "fails every task at once from the start (T\* of the healthy three); **hang** — "
+            f"the 1× worker's tasks never return from a quarter of the job on (job time limit "
+            f"{g['hang_timeout_s']:g} s; recovery: its first hung task's claim → that task's "
+            "commit elsewhere). Backups started per run are counted from the event stream."), ""]
+    rows = []
+    for scenario in ("throttle", "blackhole", "hang"):
+        runs = [r for r in g["runs"] if r["scenario"] == scenario]
+        extra = {"throttle": "", "blackhole": f"failed tasks {max(r['failed_tasks'] for r in runs)}",
+                 "hang": f"recovery {max(r['recovery_s'] for r in runs):.2f} s"}[scenario]
+        rows.append([scenario, str(len(runs)), _f(median([r["makespan_s"] for r in runs])),
+                     _f(median([r["optimum_s"] for r in runs])),
+                     _f(median([r["makespan_over_optimum"] for r in runs]), ".3f"),
+                     " / ".join(str(r["backups"]) for r in runs), extra])
+    out += _table(["scenario", "runs", "makespan (s)", "T* (s)", "÷ T*", "backups per run",
+                   ""], rows)
+    if "backup_waste_fraction" in s:
+        out += [(f"Backups in the base scenario (no failure): "
+                 f"{100 * s['backup_waste_fraction']:.1f} % of task-seconds went to attempts "
+                 "that lost a backup race (median over the base runs)."), ""]
     return out
 
 

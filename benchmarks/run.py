@@ -49,6 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the chosen sections on a private redis-server; returns the results."""
+    import gray
     import recovery
     import scale
     import scheduling
@@ -66,9 +67,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                "nova_queue_path": str(Path(nova_queue.__file__).parent)}
     try:
         if "scheduling" in sections:
+            repeats = args.repeats or (1 if args.quick else 3)
             results["scheduling"] = scheduling.run_section(
-                server, folder, repeats=args.repeats or (1 if args.quick else 3),
-                real_static=not args.quick)
+                server, folder, repeats=repeats, real_static=not args.quick)
+            results["scheduling"]["gray"] = gray.run_section(server, folder, repeats=repeats)
+            for key in ("throttle_makespan_over_optimum", "blackhole_makespan_over_optimum",
+                        "blackhole_failed_tasks", "hang_recovery_s"):
+                results["scheduling"][key] = results["scheduling"]["gray"][key]
         if "throughput" in sections:
             results["throughput"] = throughput.run_section(server, folder, quick=args.quick,
                                                            repeats=args.repeats)

@@ -85,6 +85,7 @@ class Run:
     n_tasks: int
     computed: bool = False
     enqueue_s: float = 0.0  # t0 → every task queued
+    backup_waste: float = 0.0  # seconds on attempts that lost a backup race ÷ all run
 
     @property
     def optimum_s(self) -> float:
@@ -100,6 +101,7 @@ class Run:
         return {"policy": self.policy, "scenario": self.scenario, "makespan_s": self.makespan_s,
                 "optimum_s": self.optimum_s, "makespan_over_optimum": self.ratio,
                 "computed": self.computed, "enqueue_s": self.enqueue_s,
+                "backup_waste": self.backup_waste,
                 "workers": [{k: (None if isinstance(v, float) and math.isinf(v) else v)
                              for k, v in dataclasses.asdict(w).items()} for w in self.workers]}
 
@@ -165,15 +167,24 @@ def run_nova(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path)
     client.close()
     run = _nova_run(events, t0, killed_at, scenario, cfg)
     run.enqueue_s = enqueue_s
+    run.backup_waste = backup_waste_fraction(events)
     return run
 
 
-def _enqueue_jobs(client: NovaClient, cfg: SchedConfig) -> str:
+def backup_waste_fraction(events: list[Any]) -> float:
+    """Task-seconds of the attempts that lost a backup race over all task-seconds run."""
+    wasted = sum(float(e.fields.get("loser_run_s") or 0) for e in events
+                 if e.type in ("backup_won", "backup_lost"))
+    useful = sum(float(e.fields.get("run_s") or 0) for e in events if e.type == "completed")
+    return wasted / (wasted + useful) if wasted + useful else 0.0
+
+
+def _enqueue_jobs(client: NovaClient, cfg: SchedConfig, timeout_s: float | None = None) -> str:
     """One atomic job of N tasks; each runs its jittered duration (the synthetic app's
     ``jitter`` param), while its cost stays the nominal ``ref_s``: the scheduler does not
     see the jitter."""
     tasks = [TaskSpec(f"bench task {i}", cfg.ref_s) for i in range(cfg.n_tasks)]
-    return client.enqueue("synthetic", tasks, name="bench", params={
+    return client.enqueue("synthetic", tasks, name="bench", timeout_s=timeout_s, params={
         "seconds": cfg.ref_s, "jitter": cfg.jitter, "jitter_seed": cfg.seed})
 
 
@@ -194,7 +205,8 @@ def _all_events(client: NovaClient) -> list[Any]:
 
 
 def _nova_run(events: list[Any], t0: float, killed_at: float, scenario: str,
-              cfg: SchedConfig) -> Run:
+              cfg: SchedConfig, stopped: str = FASTEST) -> Run:
+    """The run from its events; worker ``stopped`` counts until ``killed_at`` (T*)."""
     names: dict[str, str] = {}
     stats = {c.name: WorkerStat(c.name, c.slowdown, math.inf, 0.0, 0.0, 0) for c in FLEET}
     claims: dict[tuple[str, str, str], float] = {}
@@ -206,7 +218,7 @@ def _nova_run(events: list[Any], t0: float, killed_at: float, scenario: str,
         if e.type == "worker_joined":
             names[f["worker"]] = f["name"]
             stats[f["name"]].start_s = max(ts - t0, 0.0)
-        elif e.type == "claimed":
+        elif e.type in ("claimed", "backup_started"):
             claims[(f["job"], f["task"], f["lease_gen"])] = ts
             st = stats[names[f["worker"]]]
             st.first_s = min(st.first_s, ts - t0)
@@ -220,7 +232,7 @@ def _nova_run(events: list[Any], t0: float, killed_at: float, scenario: str,
             st.tasks, st.per_task_s = len(service[name]), sum(service[name]) / len(service[name])
             st.run_s = sum(runs[name]) / len(runs[name])
     if math.isfinite(killed_at):
-        stats[FASTEST].end_s = killed_at - t0
+        stats[stopped].end_s = killed_at - t0
     return Run("nova", scenario, last - t0, _fill(stats, cfg), cfg.n_tasks)
 
 
@@ -403,6 +415,7 @@ def summarize(runs: list[Run], cfg: SchedConfig) -> dict[str, Any]:
         "rq_over_nova": pair("rq", "nova"),
         "kill_makespan_over_optimum": ratio("nova", "kill"),
         "late_makespan_over_optimum": ratio("nova", "late"),
+        "backup_waste_fraction": median([r.backup_waste for r in pick("nova", "base")]),
         "static_over_nova": pair("static", "nova"),
         "fifo_late_over_nova_late": pair("fifo", "nova", "late"),
         "fifo_over_optimum": ratio("fifo"),

@@ -26,6 +26,7 @@ from nova_queue.limits import (
     MAX_COST,
     MAX_INPUT_BYTES,
     MAX_JOB_TASKS,
+    MAX_RUN_S,
     MAX_VISIT,
     MIN_COST,
 )
@@ -101,16 +102,24 @@ class NovaClient(WorkerCalls):
     def enqueue(self, app: str, tasks: Sequence[TaskSpec], *,
                 params: Mapping[str, Any] | None = None, priority: int = 0,
                 max_attempts: int | None = None, name: str = "", job_id: str | None = None,
-                chunk_size: int = ENQUEUE_CHUNK) -> str:
-        """Create a job of ``tasks`` for ``app``; all or nothing. Returns the job id."""
+                timeout_s: float | None = None, chunk_size: int = ENQUEUE_CHUNK) -> str:
+        """Create a job of ``tasks`` for ``app``; all or nothing. Returns the job id.
+        ``timeout_s``: each task's run-time limit (default: derived from the claiming
+        worker's prediction, ``Settings.task_timeout_floor_s`` / ``_factor``)."""
         job_id = job_id or new_job_id()
         max_attempts = self.settings.max_attempts if max_attempts is None else max_attempts
         self._validate_job(app, tasks, job_id, priority, max_attempts)
-        meta = json.dumps({
+        fields: dict[str, Any] = {
             "app": app, "params": json.dumps(dict(params or {}), sort_keys=True),
             "priority": priority, "max_attempts": max_attempts, "total": len(tasks),
             "name": name[:200],
-        })
+        }
+        if timeout_s is not None:
+            if not (isinstance(timeout_s, (int, float)) and 0.001 <= timeout_s <= MAX_RUN_S):
+                raise errors.InputError(f"timeout must be a number of seconds from 0.001 to "
+                                        f"{MAX_RUN_S}, not {timeout_s!r}")
+            fields["timeout_s"] = float(timeout_s)
+        meta = json.dumps(fields)
         k = self.keys
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
                 k.events(), k.apps()]
@@ -321,35 +330,6 @@ class NovaClient(WorkerCalls):
             out.append(WorkerInfo.from_hash(h, alive=alive, current=sorted(held)))
         out.sort(key=lambda w: (not w.alive, w.host_id, w.name))
         return out
-
-    def eligible_workers(self, app: str) -> list[str]:
-        """Ids of the live workers (heartbeat not expired) that serve ``app``, sorted.
-
-        What a job of ``app`` can run on right now; an empty list means its tasks wait
-        until such a worker joins."""
-        members = sorted(self.redis.smembers(self.keys.app_workers(app)))
-        if not members:
-            return []
-        now_ms = self.server_time_ms()
-        scores = self.redis.zmscore(self.keys.alive(), members)
-        return [wid for wid, s in zip(members, scores) if s is not None and s >= now_ms]
-
-    def live_apps(self) -> dict[str, int]:
-        """``{app: live workers serving it}`` over every live worker (for "who could run
-        this" hints)."""
-        now_ms = self.server_time_ms()
-        live = self.redis.zrangebyscore(self.keys.alive(), now_ms, "+inf")
-        if not live:
-            return {}
-        pipe = self.redis.pipeline(transaction=False)
-        for wid in live:
-            pipe.hget(self.keys.worker(wid), "apps")
-        out: dict[str, int] = {}
-        for apps in pipe.execute():
-            for a in (apps or "").split(","):
-                if a:
-                    out[a] = out.get(a, 0) + 1
-        return dict(sorted(out.items()))
 
     def pending_count(self, app: str) -> int:
         """Tasks of ``app`` waiting for a worker."""

@@ -14,6 +14,7 @@ OK = 0
 ALREADY = 1  # idempotent replay of an operation that already took effect
 WAIT = 2  # claim: work exists, but a faster worker will finish it sooner
 EMPTY = 3  # claim: nothing pending and nothing in flight for this app
+QUARANTINED = 4  # claim: the worker is quarantined (failed tasks that succeed elsewhere)
 UNKNOWN_TASK = -1
 NOT_LEASED = -2
 WRONG_WORKER = -3
@@ -34,6 +35,7 @@ WAIT_MS: dict[str, int] = {
     "DRAINING": 500,  # WAIT: nothing pending, but leased tasks may fail back into the queue
     "EMPTY": 1000,  # EMPTY: nothing pending and nothing in flight
     "BLOCKED": 1000,  # WAIT: tasks pending, none this worker may take now (staging, its oom)
+    "QUARANTINE_MAX": 2000,  # QUARANTINED: ask again at most this late (an admin may lift it)
     "MIN": 50,  # WAIT from the policy: when the next other worker frees up, within MIN..MAX
     "MAX": 1000,
 }

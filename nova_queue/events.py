@@ -7,7 +7,9 @@ gallery's presenter, ``web/present.py``, has a line for every type). Its time is
 stream id's. Common fields: ``job`` a job id, ``task`` a task's index in its job,
 ``worker`` a worker id and ``name`` its display name, ``lease_gen`` the lease generation,
 ``attempt`` the task's attempt count, ``kind`` a failure kind (error, oom, infra,
-shutdown, expired, lost, cancelled), ``error`` a message.
+shutdown, expired, lost, timeout, cancelled; refund for attempts given back), ``error`` a
+message. A task can run as two attempts at once (a backup attempt at the tail): each has
+its own ``lease_gen``, and the first to commit wins.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class EventType:
 _RELEASED = ("job", "task", "worker", "kind", "attempt", "lease_gen", "error")
 #: What remove_worker writes when a worker leaves the fleet.
 _REMOVED = ("worker", "name", "released")
+#: What settle_backup writes when the first of a task's two attempts commits.
+_SETTLED = ("job", "task", "worker", "lease_gen", "loser", "loser_gen", "loser_run_s")
 
 #: Every event type by name.
 EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
@@ -49,6 +53,19 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
     EventType("cancelled", _RELEASED,
               "a lease ended because its job was cancelled: the task is cancelled"),
     EventType("retried", ("job", "task"), "a failed task was put back in the queue by hand"),
+    EventType("backup_started", ("job", "task", "worker", "name", "backend", "lease_gen",
+                                 "attempt", "predicted_s", "of"),
+              "an idle worker started a backup attempt of a task that worker ``of`` runs, "
+              "predicting it finishes clearly sooner; both run, the first commit wins"),
+    EventType("backup_won", _SETTLED,
+              "the backup attempt committed first; the ``loser`` attempt (its worker, "
+              "``loser_gen``, how long it ran) is stale from now on"),
+    EventType("backup_lost", _SETTLED,
+              "the task's first attempt committed before its backup; the backup (``loser``) "
+              "is stale from now on"),
+    EventType("attempt_ended", ("job", "task", "worker", "lease_gen", "kind", "error"),
+              "one of a task's two running attempts ended without a result (``kind`` as for "
+              "requeued); the other runs on"),
     EventType("job_finished", ("job", "state", "done", "failed", "cancelled"),
               "every task of a job is terminal; ``state`` done or cancelled, with the counts"),
     EventType("job_cancelled", ("job",), "a job was cancelled: none of its tasks runs again"),
@@ -58,6 +75,13 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
               "a worker deregistered; its ``released`` leases went back without an attempt"),
     EventType("worker_lost", _REMOVED,
               "a worker's heartbeat expired; its ``released`` leases were released"),
+    EventType("worker_quarantined", ("worker", "name", "reason", "until_ms", "refunded"),
+              "a worker's claims are refused: its failures succeed elsewhere (``reason``: how "
+              "and its last error); it probes with one task after ``until_ms``; ``refunded`` "
+              "tasks got the attempts it used back"),
+    EventType("worker_released", ("worker", "name", "by"),
+              "a quarantined worker may claim again: its probe task committed (``by`` probe) "
+              "or an admin let it back (``by`` admin)"),
     EventType("grace", ("gap_ms", "until_ms"),
               "no script ran for ``gap_ms`` (Redis was unreachable): nothing is reaped until "
               "``until_ms``, so lease holders can renew first"),

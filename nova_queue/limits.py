@@ -37,3 +37,7 @@ MAX_PARAMS_BYTES = 65_536
 MAX_META_BYTES = 65_536
 #: Short texts: an error message, a job name (bytes).
 MAX_TEXT_BYTES = 8192
+#: A task's run-time limit (s): ``enqueue --timeout`` at most.
+MAX_TIMEOUT_S = 604_800
+#: A quarantine's cool-down (s).
+MAX_COOLDOWN_S = 86_400

@@ -35,26 +35,35 @@ class Lease:
     attempt: int
     deadline_ms: int
     predicted_s: float | None
+    #: Past this Redis time (ms) the lease is not renewed: the task's run-time limit.
+    run_deadline_ms: int | None = None
+    #: A backup attempt of a task another worker runs too: the first commit wins.
+    backup: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class ClaimResult:
     """What ``claim`` answered: leases, or a hint when to ask again."""
 
-    status: str  # "ok" | "wait" | "empty"
+    status: str  # "ok" | "wait" | "empty" | "quarantined"
     leases: list[Lease]
     retry_after_s: float = 0.0
     now_ms: int = 0
+    #: Why claims are refused (``quarantined``).
+    reason: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
 class RenewResult:
-    """Leases the worker asked to renew but no longer holds."""
+    """Leases the worker asked to renew but no longer holds, and why."""
 
     lost: list[str]
     now_ms: int
     #: The worker was not registered or was declared lost: it must register again.
     worker_lost: bool = False
+    #: task id -> why it was lost: ``timeout`` (past its run-time limit), ``superseded``
+    #: (another attempt committed first), ``cancelled``, ``expired``, ``lost``, ...
+    reasons: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +149,15 @@ class TaskInfo:
     #: id of the worker that last released or lost the task (Redis field ``last_worker``)
     last_worker_id: str
     meta: dict[str, Any]
+    #: The attempt's run-time limit (Redis ms) while leased.
+    run_deadline_ms: int | None = None
+    #: Worker ids the task failed on (claims leave it to others while others are live).
+    failed_on: tuple[str, ...] = ()
+    #: A backup attempt running beside the first one: worker_id, worker, backend, lease_gen,
+    #: claimed_ms; None when there is none.
+    backup: dict[str, Any] | None = None
+    #: The committed result came from a backup attempt (it finished before the first one).
+    won_by_backup: bool = False
 
     @classmethod
     def from_hash(cls, tid: str, h: dict[str, str]) -> TaskInfo:
@@ -161,6 +179,12 @@ class TaskInfo:
             cold_s=float_field(h.get("cold_s")), warm=None if warm in (None, "") else warm == "1",
             error=h.get("error", ""), error_kind=h.get("error_kind", ""),
             last_worker_id=h.get("last_worker", ""), meta=meta,
+            run_deadline_ms=int_field(h["run_deadline_ms"]) if h.get("run_deadline_ms") else None,
+            failed_on=tuple(w for w in h.get("failed_on", "").split(",") if w),
+            backup={"worker_id": h["b_worker"], "worker": h.get("b_worker_name", ""),
+                    "backend": h.get("b_backend", ""), "lease_gen": int_field(h.get("b_lease_gen")),
+                    "claimed_ms": int_field(h.get("b_claimed_ms"))} if h.get("b_worker") else None,
+            won_by_backup=h.get("won_by_backup") == "1",
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -175,6 +199,8 @@ class TaskInfo:
             "run_s": self.run_s, "cold_s": self.cold_s, "warm": self.warm,
             "error": self.error, "error_kind": self.error_kind,
             "last_worker": self.last_worker_id, "meta": self.meta,
+            "run_deadline_ms": self.run_deadline_ms, "failed_on": list(self.failed_on),
+            "backup": self.backup, "won_by_backup": self.won_by_backup,
         }
 
 
@@ -201,6 +227,8 @@ class JobStatus:
     tasks: list[TaskInfo]
     #: Tasks written so far while the job is ``staging`` (equals ``total`` once published).
     staged: int = 0
+    #: Run-time limit per task (s); None: derived from each claim's prediction.
+    timeout_s: float | None = None
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
@@ -214,7 +242,7 @@ class JobStatus:
             total=int_field(h.get("total")), pending=int_field(h.get("pending")),
             leased=int_field(h.get("leased")), done=int_field(h.get("done")),
             failed=int_field(h.get("failed")), cancelled=int_field(h.get("cancelled")), tasks=tasks,
-            staged=int_field(h.get("staged")),
+            staged=int_field(h.get("staged")), timeout_s=float_field(h.get("timeout_s")),
         )
 
     @property
@@ -233,7 +261,7 @@ class JobStatus:
             "created_ms": self.created_ms, "started_ms": self.started_ms,
             "finished_ms": self.finished_ms, "total": self.total, "pending": self.pending,
             "leased": self.leased, "done": self.done, "failed": self.failed,
-            "cancelled": self.cancelled,
+            "cancelled": self.cancelled, "timeout_s": self.timeout_s,
         }
         if with_tasks:
             out["tasks"] = [t.to_json() for t in self.tasks]
@@ -268,6 +296,15 @@ class WorkerInfo:
     capability: dict[str, Any]
     # per app: {"bench_s": .., "ema_s": .., "samples": .., "cold_s": .., "load_s": .., "done": ..}
     speeds: dict[str, dict[str, float | None]]
+    #: Claims refused: its failures succeed elsewhere (or an admin said so).
+    quarantined: bool = False
+    #: Why (its last error among them).
+    quarantine_reason: str = ""
+    #: When it may probe with one task (Redis ms).
+    quarantine_until_ms: int | None = None
+    #: Failed attempts since its last commit, and the last error.
+    fail_streak: int = 0
+    last_error: str = ""
 
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str]) -> WorkerInfo:
@@ -293,7 +330,12 @@ class WorkerInfo:
             busy_until_ms=int_field(h["busy_until_ms"]) if h.get("busy_until_ms") else None,
             tasks_done=int_field(h.get("tasks_done")), failures=int_field(h.get("failures")),
             oom=int_field(h.get("oom")), gflops=float_field(h.get("gflops")), current=current,
-            capability=cap, speeds=speeds,
+            capability=cap, speeds=speeds, quarantined=h.get("quarantined") == "1",
+            quarantine_reason=h.get("quarantine_reason", "") if h.get("quarantined") == "1" else "",
+            quarantine_until_ms=(int_field(h["quarantine_until_ms"])
+                                 if h.get("quarantined") == "1" and h.get("quarantine_until_ms")
+                                 else None),
+            fail_streak=int_field(h.get("fail_streak")), last_error=h.get("last_error", ""),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -310,6 +352,9 @@ class WorkerInfo:
             "gflops": self.gflops, "joined_ms": self.joined_ms,
             "last_seen_ms": self.last_seen_ms, "busy_until_ms": self.busy_until_ms,
             "current": self.current, "speeds": self.speeds, "capability": self.capability,
+            "quarantined": self.quarantined, "quarantine_reason": self.quarantine_reason,
+            "quarantine_until_ms": self.quarantine_until_ms, "fail_streak": self.fail_streak,
+            "last_error": self.last_error,
         }
 
 

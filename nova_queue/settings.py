@@ -43,6 +43,29 @@ class Settings:
     max_attempts: int = 3
     #: Weight of the newest warm run in a worker's moving average. Env ``NOVA_EMA_ALPHA``.
     ema_alpha: float = 0.3
+    #: A task's run-time limit when its job sets none (``enqueue --timeout``): the larger of
+    #: this floor and ``task_timeout_factor`` x the claiming worker's predicted time. Past it
+    #: the lease is not renewed and the task returns to the queue (an attempt is used).
+    #: Env ``NOVA_TASK_TIMEOUT_FLOOR_S``.
+    task_timeout_floor_s: float = 120.0
+    #: Env ``NOVA_TASK_TIMEOUT_FACTOR``.
+    task_timeout_factor: float = 10.0
+    #: A worker is quarantined (its claims refused) once this many tasks it failed in a row
+    #: succeed on other workers. Env ``NOVA_QUARANTINE_AFTER``.
+    quarantine_after: int = 3
+    #: ... or once it fails this many tasks in a row, each within ``quarantine_fast_s`` of
+    #: its claim, while other workers of the app succeed (0: never).
+    #: Env ``NOVA_QUARANTINE_FAST_FAILS``.
+    quarantine_fast_fails: int = 5
+    #: Env ``NOVA_QUARANTINE_FAST_S``.
+    quarantine_fast_s: float = 2.0
+    #: How long a quarantined worker waits before one probe task (doubling each time a probe
+    #: fails too). Env ``NOVA_QUARANTINE_COOLDOWN_S``.
+    quarantine_cooldown_s: float = 300.0
+    #: How long a worker waits for its app to stop after abandoning a task (timed out, or
+    #: another attempt committed first) before it exits with code 75 for its supervisor to
+    #: restart it. Env ``NOVA_ABANDON_GRACE_S``.
+    abandon_grace_s: float = 30.0
     #: Approximate length cap of the event stream. Env ``NOVA_EVENTS_MAXLEN``.
     events_maxlen: int = 100_000
     #: Token that allows job submission in the web gallery (read-only without). Env ``NOVA_WEB_TOKEN``.
@@ -98,6 +121,18 @@ class Settings:
             raise ConfigError("max prompt bytes must be at least 1")
         if not 0 < self.ema_alpha <= 1:
             raise ConfigError("EMA alpha must be in (0, 1]")
+        if not 0.001 <= self.task_timeout_floor_s <= 604_800:
+            raise ConfigError("task timeout floor must be from 0.001 to 604800 s")
+        if not 1 <= self.task_timeout_factor <= 1000:
+            raise ConfigError("task timeout factor must be from 1 to 1000")
+        if not 1 <= self.quarantine_after <= 1000 or not 0 <= self.quarantine_fast_fails <= 1000:
+            raise ConfigError("quarantine after must be from 1 to 1000, fast fails from 0 to 1000")
+        if not (0 <= self.quarantine_fast_s <= 86_400
+                and 0.001 <= self.quarantine_cooldown_s <= 86_400):
+            raise ConfigError("quarantine fast time must be from 0 to 86400 s, cool-down from "
+                              "0.001 to 86400 s")
+        if self.abandon_grace_s <= 0:
+            raise ConfigError("abandon grace must be positive")
 
     @property
     def lease_ttl_ms(self) -> int:

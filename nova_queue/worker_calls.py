@@ -1,5 +1,6 @@
 """The fenced calls a worker makes: register, claim, renew, complete (and complete with
-the next claim), fail, deregister, reap. Mixed into :class:`~nova_queue.client.NovaClient`;
+the next claim), fail, deregister, reap; who can run an app (eligible_workers, live_apps)
+and an admin's quarantine of a worker. Mixed into :class:`~nova_queue.client.NovaClient`;
 each call is one Lua script, its status codes mapped to exceptions by ``errors``."""
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import redis
+
 from nova_queue import errors
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
-from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_RENEW_LEASES, MAX_RUN_S
+from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_COOLDOWN_S, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.settings import Settings
 
@@ -28,6 +31,7 @@ class WorkerCalls:
     """The worker side of the client; needs the attributes NovaClient sets."""
 
     settings: Settings
+    redis: redis.Redis
     keys: Keyspace
     prefix: str
     _key_lists: dict[tuple[str, str, str], list[str]]
@@ -35,6 +39,14 @@ class WorkerCalls:
 
     if TYPE_CHECKING:
         def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]: ...
+
+        def server_time_ms(self) -> int: ...
+
+    @property
+    def _timeout_args(self) -> list[Any]:
+        """claim's run-time limit arguments: the floor (ms) and the factor of predictions."""
+        st = self.settings
+        return [int(st.task_timeout_floor_s * 1000), repr(float(st.task_timeout_factor))]
 
     @property
     def _gap_ms(self) -> int:
@@ -117,22 +129,27 @@ class WorkerCalls:
         res = self._call(
             "claim", self._worker_keys(worker_id, app),
             [self.prefix, worker_id, app, k, self.settings.lease_ttl_ms, self._gap_ms,
-             self._maxlen, REAP_LIMIT, *ids])
-        return self._claim_result(app, int(res[0]), int(res[1]), res[2])
+             self._maxlen, REAP_LIMIT, *self._timeout_args, *ids])
+        return self._claim_result(app, int(res[0]), int(res[1]), res[2], *res[3:4])
 
     @staticmethod
-    def _claim_result(app: str, code: int, now_ms: int, payload: Any) -> ClaimResult:
+    def _claim_result(app: str, code: int, now_ms: int, payload: Any,
+                      reason: str = "") -> ClaimResult:
         if code == errors.WAIT:
             return ClaimResult("wait", [], int(payload) / 1000, now_ms)
         if code == errors.EMPTY:
             return ClaimResult("empty", [], int(payload) / 1000, now_ms)
+        if code == errors.QUARANTINED:
+            return ClaimResult("quarantined", [], int(payload) / 1000, now_ms, str(reason))
         errors.raise_for_code(code, detail=str(payload))
         leases = [
             Lease(task_id=d["tid"], job_id=d["job"], index=int(d["index"]), app=app,
                   input=d["input"], cost=float(d["cost"]), params=json.loads(d["params"]),
                   lease_gen=int(d["lease_gen"]), attempt_id=d["attempt_id"],
                   attempt=int(d["attempt"]), deadline_ms=int(d["deadline_ms"]),
-                  predicted_s=None if d.get("predicted_s") is None else float(d["predicted_s"]))
+                  predicted_s=None if d.get("predicted_s") is None else float(d["predicted_s"]),
+                  run_deadline_ms=int(d["run_deadline_ms"]) if d.get("run_deadline_ms") else None,
+                  backup=bool(d.get("backup")))
             for d in json.loads(payload)
         ]
         return ClaimResult("ok", leases, 0.0, now_ms)
@@ -147,21 +164,24 @@ class WorkerCalls:
             args += [lease.task_id, lease.lease_gen, lease.attempt_id]
         if len(args) - 6 > 3 * MAX_RENEW_LEASES:
             raise errors.InputError(f"a worker renews at most {MAX_RENEW_LEASES} leases")
-        code, now_ms, lost = self._call(
+        code, now_ms, lost, reasons = self._call(
             "renew",
             [k.worker(worker_id), k.leases(), k.alive(), k.inflight(), k.failed(),
              k.finished(), k.meta(), k.events()], args)
         return RenewResult(lost=list(lost), now_ms=int(now_ms),
-                           worker_lost=int(code) == errors.WORKER_LOST)
+                           worker_lost=int(code) == errors.WORKER_LOST,
+                           reasons=dict(zip(lost, reasons)))
 
     def _commit_args(self, worker_id: str, lease: Lease, result_key: str, run_s: float,
                      warm: bool, meta: Mapping[str, Any] | None) -> list[Any]:
-        """complete-11's ARGV (also complete_claim-15's ARGV[1..11])."""
+        """complete-11's ARGV (also complete_claim-15's ARGV[1..13])."""
         if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
             raise errors.InputError(f"run_s must be a number from 0 to {MAX_RUN_S}, not {run_s!r}")
+        st = self.settings
         return [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
-                result_key, repr(float(run_s)), int(warm), self.settings.ema_alpha,
-                self._maxlen, json.dumps(dict(meta)) if meta else "{}"]
+                result_key, repr(float(run_s)), int(warm), st.ema_alpha,
+                self._maxlen, json.dumps(dict(meta)) if meta else "{}", st.quarantine_after,
+                int(st.quarantine_cooldown_s * 1000)]
 
     def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
                  warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
@@ -198,28 +218,78 @@ class WorkerCalls:
             [keys.task(lease.task_id), keys.job(lease.job_id),
              *self._commit_keys(worker_id, lease.app), *self._next_claim_keys(app)],
             [*self._commit_args(worker_id, lease, result_key, run_s, warm, meta),
-             app, len(ids), self.settings.lease_ttl_ms, self._gap_ms, REAP_LIMIT, *ids])
+             app, len(ids), self.settings.lease_ttl_ms, self._gap_ms, REAP_LIMIT,
+             *self._timeout_args, *ids])
         code = int(res[0])
         errors.raise_for_code(code, task_id=lease.task_id)
         done = CompleteResult(job_finished=bool(int(res[1])), replayed=code == errors.ALREADY)
         claim_code = int(res[2])
         if claim_code == errors.WORKER_LOST:
             return done, None
-        return done, self._claim_result(app, claim_code, int(res[3]), res[4])
+        return done, self._claim_result(app, claim_code, int(res[3]), res[4], *res[5:6])
 
     def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "") -> FailResult:
-        """Report a failed run: ``kind`` is ``error`` or ``oom`` (an attempt is used), or
-        ``shutdown`` or ``infra`` (the worker or a dependency failed: no attempt is used)."""
-        k = self.keys
+        """Report a failed run: ``kind`` is ``error`` or ``oom`` (an attempt is used, unless
+        the worker is quarantined), or ``shutdown`` or ``infra`` (the worker or a dependency
+        failed: no attempt is used). State ``leased``: the task's other attempt runs on."""
+        k, st = self.keys, self.settings
         code, state = self._call(
             "fail",
             [k.task(lease.task_id), k.job(lease.job_id), k.worker(worker_id), k.held(worker_id),
              k.pending(lease.app), k.leases(), k.inflight(), k.failed(), k.finished(),
              k.events()],
             [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id, kind,
-             message[:MAX_ERROR_CHARS], self._maxlen])
+             message[:MAX_ERROR_CHARS], self._maxlen, st.quarantine_fast_fails,
+             int(st.quarantine_fast_s * 1000), int(st.quarantine_cooldown_s * 1000)])
         errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
         return FailResult(requeued=state == "pending", state=str(state))
+
+    def eligible_workers(self, app: str) -> list[str]:
+        """Ids of the live workers (heartbeat not expired) that serve ``app``, sorted.
+
+        What a job of ``app`` can run on right now; an empty list means its tasks wait
+        until such a worker joins."""
+        members = sorted(self.redis.smembers(self.keys.app_workers(app)))
+        if not members:
+            return []
+        now_ms = self.server_time_ms()
+        scores = self.redis.zmscore(self.keys.alive(), members)
+        return [wid for wid, s in zip(members, scores) if s is not None and s >= now_ms]
+
+    def live_apps(self) -> dict[str, int]:
+        """``{app: live workers serving it}`` over every live worker (for "who could run
+        this" hints)."""
+        now_ms = self.server_time_ms()
+        live = self.redis.zrangebyscore(self.keys.alive(), now_ms, "+inf")
+        if not live:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        for wid in live:
+            pipe.hget(self.keys.worker(wid), "apps")
+        out: dict[str, int] = {}
+        for apps in pipe.execute():
+            for a in (apps or "").split(","):
+                if a:
+                    out[a] = out.get(a, 0) + 1
+        return dict(sorted(out.items()))
+
+    def set_quarantine(self, worker_id: str, quarantined: bool, *, reason: str = "",
+                       cooldown_s: float | None = None) -> str:
+        """An admin's call: quarantine a worker by hand (its claims are refused; it probes
+        with one task after ``cooldown_s``) or let a quarantined one back at once. Returns
+        ``quarantined``, ``released`` or ``unchanged``; raises WorkerLostError for an
+        unknown worker id."""
+        _check_worker_id(worker_id)
+        cooldown = self.settings.quarantine_cooldown_s if cooldown_s is None else cooldown_s
+        if not 0.001 <= cooldown <= MAX_COOLDOWN_S:
+            raise errors.InputError(f"cool-down must be from 0.001 to {MAX_COOLDOWN_S} s")
+        k = self.keys
+        code, state = self._call(
+            "quarantine", [k.worker(worker_id), k.alive(), k.failed(), k.finished(), k.events()],
+            [self.prefix, worker_id, "quarantine" if quarantined else "release",
+             reason[:500], int(cooldown * 1000), self._maxlen])
+        errors.raise_for_code(int(code), detail=str(state))
+        return str(state)
 
     def reap(self, limit: int = REAP_LIMIT) -> dict[str, int]:
         """Requeue expired leases and lost workers' tasks now (claims also do it lazily)."""

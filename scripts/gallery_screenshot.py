@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from nova_queue.cli.demo_pool import Demo, DemoOptions
+from nova_queue.local import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1280, "height": 900}
@@ -41,9 +42,16 @@ def run_demo(prompts: int, workers: int) -> tuple[Demo, str, int]:
     job = demo.enqueue()
     if not demo.follow():
         raise SystemExit(f"error: demo job {job} did not finish cleanly; logs in {demo.data}")
-    lost = [e for e in demo.client.recent_events(1000) if e.type == "worker_lost"]
-    recovered = [t.index for t in demo.client.job(job).tasks if t.attempt_count >= 2]
-    if not lost or not recovered:
+    # the killed worker's task was backed up by an idle worker (and so the job may finish
+    # before its lease expires), or requeued when its lease expired: either way it shows
+    recovered = [t.index for t in demo.client.job(job).tasks
+                 if t.attempt_count >= 2 or t.won_by_backup]
+    try:  # its heartbeat runs out one lease TTL after the kill at most
+        wait_for(lambda: any(e.type == "worker_lost" for e in demo.client.recent_events(1000)),
+                 timeout_s=demo.client.settings.lease_ttl_s + 5, message="the worker lost")
+    except TimeoutError:
+        recovered = []
+    if not recovered:
         raise SystemExit("error: no worker was lost or no task recovered (the kill came too "
                          "late?); run again")
     return demo, job, recovered[0]

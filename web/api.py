@@ -3,6 +3,8 @@
 - ``/api/jobs?limit=N``: recent jobs, ``JobStatus.to_json(with_tasks=False)`` each.
 - ``/api/jobs/<id>``: ``JobStatus.to_json()`` (what ``status --json`` prints) plus
   ``eligible_workers``: how many live workers serve its app (0: its tasks wait).
+- ``/api/jobs/<id>/timeline``: every attempt at the job's tasks, one lane per worker
+  (``nova_queue.timeline.job_timeline`` with each bar's place, class and label).
 - ``/api/workers``: ``WorkerInfo.to_json()`` each.
 - ``/api/events?after=ID&job=JOB&count=N``: ``Event.to_json()`` each, oldest first;
   without ``after`` the newest ``count``.
@@ -17,8 +19,10 @@ from typing import Any
 from flask import Blueprint, abort, jsonify, request
 
 from nova_queue.errors import JobNotFoundError
+from nova_queue.timeline import job_timeline
 from nova_queue.web.extensions import nova
 from nova_queue.web.livefeed import parse_event_id
+from nova_queue.web.present import timeline_view
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -55,6 +59,16 @@ def job(job_id: str) -> Any:
         abort(404, str(exc))
     return jsonify({**status.to_json(),
                     "eligible_workers": len(nova.client.eligible_workers(status.app))})
+
+
+@bp.get("/jobs/<job_id>/timeline")
+def timeline(job_id: str) -> Any:
+    """Who ran which attempt of the job's tasks, when, and how each ended."""
+    try:
+        tl = job_timeline(nova.client, job_id)
+    except JobNotFoundError as exc:
+        abort(404, str(exc))
+    return jsonify(timeline_view(tl))
 
 
 @bp.get("/workers")

@@ -108,6 +108,9 @@ class NovaCollector:
                                      labels=labels)
         seen = GaugeMetricFamily("novaqueue_worker_last_seen_timestamp_seconds",
                                  "Last heartbeat (Unix time).", labels=labels)
+        quarantined = GaugeMetricFamily("novaqueue_worker_quarantined",
+                                        "1 while a live worker's claims are refused: its "
+                                        "failed tasks succeed elsewhere.", labels=labels)
         app_labels = [*labels, "app"]
         ema = GaugeMetricFamily("novaqueue_worker_task_seconds",
                                 "Moving average of warm runs, seconds per cost unit.",
@@ -125,6 +128,7 @@ class NovaCollector:
             failures.add_metric(lv, w.failures)
             ooms.add_metric(lv, w.oom)
             leased.add_metric(lv, len(w.current))
+            quarantined.add_metric(lv, int(w.quarantined))
             if w.memory_total is not None:
                 mem_total.add_metric(lv, w.memory_total)
             if w.memory_free is not None:
@@ -135,7 +139,8 @@ class NovaCollector:
                 for family, field in ((ema, "ema_s"), (bench, "bench_s"), (cold, "cold_s")):
                     if s.get(field) is not None:
                         family.add_metric([*lv, app], s[field])
-        yield from (done, failures, ooms, leased, mem_total, mem_free, seen, ema, bench, cold)
+        yield from (done, failures, ooms, leased, mem_total, mem_free, seen, quarantined, ema, bench,
+                    cold)
 
 
 def init_app(app: Flask, client: NovaClient) -> None:

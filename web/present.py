@@ -111,6 +111,9 @@ def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
         "timing_text": timing,
         "note": str(task.meta.get("note", "")) if isinstance(task.meta, dict) else "",
         "error_text": f"{task.error_kind}: {task.error}" if task.error else "",
+        "backup_text": ("backup won" if task.won_by_backup and task.state == "done" else
+                        f"backup on {task.backup['worker'] or task.backup['worker_id']}"
+                        if task.backup and task.state == "leased" else ""),
     }
 
 
@@ -176,6 +179,19 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                    f"{f.get('released', 0)} tasks released"),
     "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
                              "renewal window"),
+    "backup_started": lambda f, who: (f"{_task(f)}: {who} started a backup attempt "
+                                      f"(gen {f.get('lease_gen')}) beside the running one"),
+    "backup_won": lambda f, who: (f"{_task(f)}: the backup attempt on {who} committed first; "
+                                  f"the other attempt ran {f.get('loser_run_s')} s and lost"),
+    "backup_lost": lambda f, who: (f"{_task(f)}: the first attempt on {who} committed before "
+                                   "its backup; the backup lost"),
+    "attempt_ended": lambda f, who: (f"{_task(f)}: one of its two attempts, on {who}, ended "
+                                     f"({f.get('kind')}); the other runs on{_error(f)}"),
+    "worker_quarantined": lambda f, who: (f"worker {who} quarantined: {f.get('reason')}; "
+                                          f"{f.get('refunded', 0)} tasks got their attempts "
+                                          "back"),
+    "worker_released": lambda f, who: (f"worker {who} let back after quarantine "
+                                       f"({'its probe task committed' if f.get('by') == 'probe' else 'by an admin'})"),
 }
 
 
@@ -219,7 +235,16 @@ def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
         "heartbeat_text": fmt_age(w.last_seen_ms, now_ms),
         "speed_rows": speeds,
         "current_text": ", ".join(w.current) if w.current else "–",
+        "quarantine_text": (f"quarantined: {w.quarantine_reason}; probe "
+                            f"{_probe_when(w.quarantine_until_ms, now_ms)}"
+                            if w.quarantined else ""),
     }
+
+
+def _probe_when(until_ms: int | None, now_ms: int) -> str:
+    if not until_ms or until_ms <= now_ms:
+        return "at its next claim"
+    return f"in {fmt_seconds((until_ms - now_ms) / 1000)}"
 
 
 def host_groups(workers: Iterable[WorkerInfo], now_ms: int) -> list[dict[str, Any]]:
@@ -253,3 +278,41 @@ def _float(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+#: How each attempt outcome is drawn (CSS class suffix) in the job timeline.
+OUTCOME_CLASSES = {"running": "running", "committed": "committed", "lost": "lost",
+                   "timed out": "timeout", "failed": "failed", "handed back": "released",
+                   "cancelled": "cancelled", "backup won": "backup-won",
+                   "backup lost": "backup-lost", "superseded": "superseded"}
+
+
+def timeline_view(tl: Mapping[str, Any]) -> dict[str, Any]:
+    """``nova_queue.timeline.job_timeline`` plus each bar's place (percent of the job's
+    span), class and label: one lane per worker, one bar per attempt."""
+    t0 = tl["t0_ms"]
+    starts = [a["start_ms"] for lane in tl["lanes"] for a in lane["attempts"]]
+    t0 = min([t0, *starts])
+    t1 = max(tl["finished_ms"] or tl["now_ms"], t0 + 1)
+    span = t1 - t0
+    lanes = []
+    for lane in tl["lanes"]:
+        bars = []
+        for a in lane["attempts"]:
+            end = a["end_ms"] if a["end_ms"] is not None else t1
+            outcome = a["outcome"] + (" (late result rejected)" if a["stale"] else "")
+            label = (f"task {a['task']} · gen {a['lease_gen']}{' · backup' if a['backup'] else ''}"
+                     f" · {fmt_seconds((end - a['start_ms']) / 1000)} · {outcome}"
+                     + (f": {a['error']}" if a["error"] else ""))
+            bars.append({**a, "left_pct": round(100 * (a["start_ms"] - t0) / span, 3),
+                         "width_pct": round(max(100 * (end - a["start_ms"]) / span, 0.4), 3),
+                         "css": OUTCOME_CLASSES.get(a["outcome"], "lost")
+                         + (" stale" if a["stale"] else "") + (" backup" if a["backup"] else ""),
+                         "label": label})
+        lanes.append({**lane, "bars": bars,
+                      "title": lane["name"] + (f" ({backend_label(lane['backend'])})"
+                                               if lane["backend"] else "")
+                      + (" · quarantined" if lane["quarantined"] else "")})
+    return {**tl, "lanes": lanes, "span_text": fmt_seconds(span / 1000),
+            "note": "" if tl["complete"] else "the event stream was trimmed: the first "
+                                               "attempts of this job are not shown"}

@@ -18,6 +18,7 @@ from werkzeug.datastructures import FileStorage
 from nova_queue.apps.registry import available_apps, load_app
 from nova_queue.client import NovaClient
 from nova_queue.errors import InputError
+from nova_queue.limits import MAX_RUN_S
 from nova_queue.prompts import parse_prompts
 
 _PARAM_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -34,12 +35,15 @@ class SubmitForm:
     params: str = ""
     name: str = ""
     priority: str = "0"
+    #: run-time limit per task in seconds; empty: derived from predictions
+    timeout: str = ""
 
     @classmethod
     def from_form(cls, form: Mapping[str, str]) -> SubmitForm:
         return cls(app=form.get("app", "").strip(), prompts=form.get("prompts", ""),
                    params=form.get("params", ""), name=form.get("name", "").strip(),
-                   priority=form.get("priority", "0").strip() or "0")
+                   priority=form.get("priority", "0").strip() or "0",
+                   timeout=form.get("timeout", "").strip())
 
 
 def parse_param_lines(text: str, source: str = PARAMS_SOURCE) -> dict[str, str]:
@@ -79,8 +83,24 @@ def submit(client: NovaClient, form: SubmitForm, upload: FileStorage | None) -> 
         priority = int(form.priority)
     except ValueError:
         raise InputError("priority must be an integer from -1000 to 1000") from None
+    timeout_s = parse_timeout(form.timeout)
     prompts = read_prompts(form, upload)
     app = load_app(form.app)
     params = app.parse_params(parse_param_lines(form.params))
     tasks = app.make_tasks(prompts, params)
-    return client.enqueue(form.app, tasks, params=params, priority=priority, name=form.name)
+    return client.enqueue(form.app, tasks, params=params, priority=priority, name=form.name,
+                          timeout_s=timeout_s)
+
+
+def parse_timeout(text: str) -> float | None:
+    """The form's run-time limit (seconds), or None when left empty."""
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.001 <= value <= MAX_RUN_S:  # also false for NaN
+        raise InputError(f"timeout must be a number of seconds from 0.001 to {MAX_RUN_S}, "
+                         "or empty")
+    return value

@@ -51,6 +51,8 @@ class Claims:
         self._prefetched: dict[str, ClaimResult] = {}
         self._in_doubt: dict[str, tuple[str, ...]] = {}
         self._params: dict[str, dict[str, Any]] = {}
+        #: the quarantine reason last logged ("" while not quarantined)
+        self._quarantine = ""
 
     def reached_max(self) -> bool:
         """Whether ``--max-tasks`` tasks are committed."""
@@ -61,13 +63,22 @@ class Claims:
         (with the attempt ids in doubt, if any). A Redis error leaves its ids in doubt."""
         prefetched = self._prefetched.pop(app, None)
         if prefetched is not None:  # the last commit already claimed (one round trip)
-            return prefetched
+            return self._noted(prefetched)
         ids = self._in_doubt.pop(app, None) or self._fresh_ids(app, self.done)
         try:
-            return self.client.claim(self.worker_id, app, len(ids), attempt_ids=ids)
+            return self._noted(self.client.claim(self.worker_id, app, len(ids), attempt_ids=ids))
         except redis.RedisError:
             self._in_doubt[app] = ids
             raise
+
+    def _noted(self, result: ClaimResult) -> ClaimResult:
+        """Say once per quarantine why claims are refused."""
+        if result.status == "quarantined" and result.reason != self._quarantine:
+            log.warning("quarantined: claims refused (%s); a probe task follows the cool-down, "
+                        "or 'nova-queue quarantine release %s' lets this worker back now",
+                        result.reason, self.worker_id)
+        self._quarantine = result.reason if result.status == "quarantined" else ""
+        return result
 
     def next_claim(self, app: str, committed: int) -> NextClaim | None:
         """What the commit that brings a run to ``committed + 1`` commits should also claim:

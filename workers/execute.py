@@ -45,6 +45,11 @@ class WorkerShutdown(BaseException):
     """Raised inside a running task when the worker is told to stop (SIGTERM/SIGINT)."""
 
 
+class TaskAbandoned(BaseException):
+    """Raised inside a running batch whose every lease is lost (it ran past its run-time
+    limit, or another attempt of it committed first): its result is no longer wanted."""
+
+
 @dataclasses.dataclass
 class RunOutcome:
     """What one run of leases did, and what its last commit claimed next."""
@@ -60,6 +65,8 @@ class RunOutcome:
     in_doubt: NextClaim | None = None
     #: a stop signal interrupted the app; the leases left are released on shutdown
     interrupted: bool = False
+    #: tasks dropped while running: their leases were lost (timeout, superseded)
+    abandoned: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +131,10 @@ class Executor:
         self.ran_once = warm
         #: True while the app runs a batch: the only time a stop signal may interrupt
         self.in_app = False
+        #: the task ids of the batch the app runs, and a number per batch: the worker
+        #: abandons a batch whose every lease is lost (TaskAbandoned)
+        self.running: frozenset[str] = frozenset()
+        self.batch_seq = 0
 
     # ---- a run: groups by job, batches by batch size ---------------------------------------
     def run(self, leases: list[Lease],
@@ -168,12 +179,25 @@ class Executor:
         live = [lease for lease in leases if not self._lost(run, lease)]
         if not live:
             return
+        try:
+            self._run_live(run, live, params)
+        except TaskAbandoned:
+            # every lease of the batch was lost while the app ran: drop it, run on
+            log.warning("abandoned %d task(s) of %s while running: %s", len(live),
+                        self.spec.name, ", ".join(lease.task_id for lease in live))
+            for lease in live:
+                self.heartbeat.drop(lease)
+            run.outcome.abandoned += len(live)
+
+    def _run_live(self, run: _Run, live: list[Lease], params: dict[str, Any]) -> None:
         warm = self.ran_once
         try:
+            self.batch_seq += 1
+            self.running = frozenset(lease.task_id for lease in live)
             self.in_app = True
             outputs, elapsed = run_app(self.runner, self.ctx,
                                        [task_input(lease, params) for lease in live])
-        except WorkerShutdown:
+        except (WorkerShutdown, TaskAbandoned):
             raise
         except Exception as exc:  # noqa: BLE001 - report and move on
             kind = self.runner.classify_error(exc)
@@ -183,6 +207,7 @@ class Executor:
             return
         finally:
             self.in_app = False
+            self.running = frozenset()
         self.ran_once = True
         total_cost = sum(lease.cost for lease in live) or 1.0
         for lease, output in zip(live, outputs):

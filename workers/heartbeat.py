@@ -2,7 +2,8 @@
 
 It runs on its own thread (heavy work in the main thread cannot starve it: torch and
 hashlib release the GIL) and keeps the set of leases the worker holds. A lease the
-renewal reports lost is flagged, and the worker drops that task's result.
+renewal reports lost is flagged, and the worker drops that task's result; ``on_lost`` hears
+of it at once (the worker abandons a running batch whose every lease is lost).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ class Heartbeat(threading.Thread):
     """Renews ``worker_id`` every ``interval_s``; ``rejoin`` is called if it was declared lost."""
 
     def __init__(self, client: NovaClient, worker_id: str, interval_s: float,
-                 rejoin: Callable[[], None]):
+                 rejoin: Callable[[], None],
+                 on_lost: Callable[[dict[str, str]], None] | None = None):
         super().__init__(name="nova-heartbeat", daemon=True)
         self.client = client
         self.worker_id = worker_id
         self.interval_s = interval_s
         self.rejoin = rejoin
+        self.on_lost = on_lost
         self._lock = threading.Lock()
         self._leases: dict[str, Lease] = {}
         self._lost: set[str] = set()
@@ -62,6 +65,11 @@ class Heartbeat(threading.Thread):
         with self._lock:
             return list(self._leases.values())
 
+    def lost_ids(self) -> frozenset[str]:
+        """Task ids of held leases a renewal reported lost."""
+        with self._lock:
+            return frozenset(self._lost)
+
     # ---- the thread ----
     def stop(self) -> None:
         """Stop after the current beat."""
@@ -72,8 +80,10 @@ class Heartbeat(threading.Thread):
             self.beat()
 
     def beat(self) -> None:
-        """One renewal; errors are logged, never raised (the next beat retries)."""
-        leases = self.held()
+        """One renewal; errors are logged, never raised (the next beat retries). A lease
+        reported lost is not renewed again (the worker drops it when it gets to it)."""
+        with self._lock:
+            leases = [lease for t, lease in self._leases.items() if t not in self._lost]
         try:
             res = self.client.renew(self.worker_id, leases)
         except redis.RedisError as exc:
@@ -84,7 +94,10 @@ class Heartbeat(threading.Thread):
         if res.lost:
             with self._lock:
                 self._lost.update(t for t in res.lost if t in self._leases)
-            log.warning("lost %d lease(s): %s", len(res.lost), ", ".join(res.lost))
+            log.warning("lost %d lease(s): %s", len(res.lost), ", ".join(
+                f"{t} ({res.reasons.get(t, 'lost')})" for t in res.lost))
+            if self.on_lost is not None:
+                self.on_lost({t: res.reasons.get(t, "lost") for t in res.lost})
         if res.worker_lost:
             log.warning("this worker was declared lost (partition or stall); joining again")
             try:

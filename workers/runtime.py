@@ -6,6 +6,11 @@ for each app in turn (:meth:`Worker._claim_round`), run what was claimed
 (:meth:`Worker._execute`: the run's last commit claims the next tasks in the same round
 trip, and :class:`~nova_queue.workers.claims.Claims` keeps the answer), pause while the
 result store fails, or wait for work on the event stream. Every exit logs why.
+
+A running batch whose every lease is lost (it ran past its run-time limit, or a backup
+attempt elsewhere committed first) is abandoned: the heartbeat thread hears it and
+interrupts the app, and the worker claims again; an app that does not stop in time ends
+the process for a restart (:mod:`~nova_queue.workers.abandon`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from nova_queue.errors import WorkerLostError
 from nova_queue.models import Lease
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
+from nova_queue.workers.abandon import EXIT_RESTART, Abandoner
 from nova_queue.workers.apps import WorkerApp, load_worker_app
 from nova_queue.workers.backend import BackendInfo, capability, detect_backend, device_score_gflops
 from nova_queue.workers.claims import Claims
@@ -51,6 +57,7 @@ MAX_BACKOFF_S = 30.0
 WAKE_EVENTS = frozenset({"enqueued", "requeued"})
 #: While other workers' events stream by, look for a wake event at most this often.
 WAKE_POLL_S = 0.05
+__all__ = ["EXIT_RESTART", "Worker", "WorkerOptions"]  # EXIT_RESTART: for supervisors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +108,8 @@ class Worker:
         self._fields: dict[str, Any] = {}
         #: index (in ``apps``) of the app claimed first in the next round
         self._turn = 0
+        #: abandons running batches whose leases are all lost
+        self.abandon = Abandoner(self.client, settings.abandon_grace_s)
 
     @property
     def tasks_done(self) -> int:
@@ -129,7 +138,9 @@ class Worker:
         self._benchmark_apps()
         self._fields = self._registry_fields(node, gflops)
         self.heartbeat = Heartbeat(self.client, self.worker_id,
-                                   self.settings.heartbeat_interval_s, self.register)
+                                   self.settings.heartbeat_interval_s, self.register,
+                                   on_lost=self._on_leases_lost)
+        self.abandon.bind(self.worker_id, self.heartbeat)
         self.executors = {
             name: Executor(self.client, self.store, app, self.ctx, self.heartbeat,
                            self.stop_event, warm=self.benchmarks[name].runs > 0)
@@ -190,9 +201,12 @@ class Worker:
 
     # ---- signals --------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
-        """SIGTERM/SIGINT: stop claiming, abandon the running task, release leases."""
+        """SIGTERM/SIGINT: stop claiming, abandon the running task, release leases. SIGUSR1
+        (sent by the heartbeat thread): abandon a batch whose leases are all lost. The
+        worker now owns its process: an app that ignores that is ended by an exit."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        self.abandon.own_process()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)
@@ -205,6 +219,12 @@ class Worker:
     def stop(self) -> None:
         """Ask the loop to stop after the current step (thread-safe)."""
         self.stop_event.set()
+
+    def _on_leases_lost(self, reasons: Mapping[str, str]) -> None:
+        """Heartbeat thread: leases were reported lost; abandon a batch that lost them all."""
+        lost = self.heartbeat.lost_ids()
+        for executor in self.executors.values():
+            self.abandon.check(executor, lost, reasons)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> int:
@@ -248,7 +268,8 @@ class Worker:
             if claimed.ran:
                 waiting = False
                 self._pause_if_store_failing(claimed.infra_errors)
-            elif self.options.burst and all(s == "empty" for s in claimed.statuses):
+            elif self.options.burst and all(s in ("empty", "quarantined")
+                                            for s in claimed.statuses):
                 log.info("no work left for %s (--burst): exiting", ", ".join(self.apps))
                 return
             else:
@@ -283,8 +304,11 @@ class Worker:
         self.claims.note_params(app, leases[-1].params)
         if self.stop_event.is_set():
             raise WorkerShutdown()
-        outcome = self.executors[app].run(
-            leases, functools.partial(self.claims.next_claim, next_app))
+        try:
+            outcome = self.executors[app].run(
+                leases, functools.partial(self.claims.next_claim, next_app))
+        finally:
+            self.abandon.done()
         self.claims.settle(outcome.committed, outcome.claimed, outcome.in_doubt)
         if outcome.interrupted:
             raise WorkerShutdown()

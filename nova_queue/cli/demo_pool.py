@@ -74,6 +74,8 @@ class Demo:
         self.options = options
         self.echo = echo
         self.children: list[tuple[str, subprocess.Popen]] = []
+        #: how each child was started (label -> args, env, log name), to restart a worker
+        self._specs: dict[str, tuple[list[str], dict[str, str] | None, str | None]] = {}
         self._tmp: str | None = None
         self.data = options.data or Path(self._make_tmp())
         self.data.mkdir(parents=True, exist_ok=True)
@@ -94,7 +96,21 @@ class Demo:
                 stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509
         self.children.append((label, proc))
+        self._specs[label] = (args, env, log_name)
         return proc
+
+    def restart_workers(self) -> None:
+        """Start again each worker that exited with EXIT_RESTART (75: its app would not stop
+        after a task was abandoned), as compose's restart policy or systemd would."""
+        from nova_queue.workers.abandon import EXIT_RESTART
+
+        for i, (label, proc) in enumerate(self.children):
+            if label.startswith("worker ") and proc.poll() == EXIT_RESTART:
+                self.echo(f"{label} exited with code {EXIT_RESTART} (its app did not stop); "
+                          "starting it again")
+                self.children.pop(i)
+                self._spawn(label, *self._specs[label])
+                return  # the list changed; the rest next time
 
     def _nova(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "nova_queue", "--redis", self.redis_url, "--store",
@@ -209,6 +225,7 @@ class Demo:
                 self.echo(f"  {st.done}/{st.total} done, {st.leased} running, {st.failed} failed")
             if not killed and st.done >= max(1, st.total // 4):
                 killed = self.kill_one()
+            self.restart_workers()
             if st.finished:
                 self.echo(f"job {self.job_id} {st.state}: {st.done} done, {st.failed} failed; "
                           f"gallery {self.gallery_url()}")
@@ -216,7 +233,8 @@ class Demo:
                     return st.state == "done" and st.failed == 0
                 self.echo("still serving the gallery; Ctrl+C to stop everything")
                 while True:
-                    time.sleep(3600)
+                    time.sleep(2)
+                    self.restart_workers()
             if time.monotonic() > deadline:
                 self.echo(f"job {self.job_id} did not finish within {self.options.timeout_s:g} s")
                 return False

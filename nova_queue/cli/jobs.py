@@ -32,6 +32,12 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
 @click.option("--priority", type=click.IntRange(-1000, 1000), default=0, show_default=True,
               help="Higher runs first.")
 @click.option("--name", default=None, help="Job name shown in the gallery [default: file name].")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(0.001, 604_800), default=None,
+              metavar="SECONDS",
+              help="Run-time limit per task: past it the task returns to the queue (an "
+                   "attempt is used) and its late result is rejected.  [default: the larger "
+                   "of NOVA_TASK_TIMEOUT_FLOOR_S (120) and NOVA_TASK_TIMEOUT_FACTOR (10) x "
+                   "the claiming worker's predicted time]")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Refuse prompt input larger than N bytes.  "
                    "[default: NOVA_MAX_PROMPT_BYTES or 67108864 (64 MiB)]")
@@ -44,8 +50,8 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
 @pass_ctx
 @handle_errors
 def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_attempts: int | None,
-            priority: int, name: str | None, max_bytes: int | None, wait: bool,
-            as_json: bool) -> None:
+            priority: int, name: str | None, timeout_s: float | None, max_bytes: int | None,
+            wait: bool, as_json: bool) -> None:
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
@@ -61,7 +67,8 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     client = ctx.client()
     default_name = "stdin" if file == "-" else Path(file).name
     job_id = client.enqueue(app, specs, params=parsed, priority=priority,
-                            max_attempts=max_attempts, name=name or default_name)
+                            max_attempts=max_attempts, name=name or default_name,
+                            timeout_s=timeout_s)
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
@@ -69,8 +76,12 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     note = no_worker_note(client, app)
     if note:
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
-    if not wait:
-        return
+    if wait:
+        follow(client, job_id, as_json)
+
+
+def follow(client, job_id: str, as_json: bool) -> None:
+    """``enqueue --wait``: follow the job to its end; exit 1 unless every task is done."""
     status = wait_for_job(client, job_id, progress=not as_json)
     if as_json:
         click.echo(json.dumps({"job_id": job_id, **status.to_json(with_tasks=False)}))
@@ -178,6 +189,8 @@ def workers(ctx: Context, as_json: bool, include_gone: bool) -> None:
             f"{short(w.device, 28):28} done {w.tasks_done:<5} failed {w.failures:<3} "
             f"bench {_fmt(first.get('bench_s'), 's')} ema {_fmt(first.get('ema_s'), 's')} "
             f"cold {_fmt(first.get('cold_s'), 's')} [{visible(','.join(w.apps))}]")
+        if w.quarantined:
+            click.echo(f"    QUARANTINED: {visible(short(w.quarantine_reason, 160))}")
 
 
 @click.command()

@@ -13,7 +13,21 @@
   size and best estimate of the fleet), so while R is large no worker is visited.
   A worker without samples uses its startup benchmark, scaled by the fleet's median
   ratio of measured to benchmarked speed; a worker with no estimate at all explores
-  (one task). Tasks a worker ran out of memory on go to others while others remain.
+  (one task). Tasks a worker ran out of memory on, or failed on, go to others while
+  others that may take them live (left_to_others); a worker whose last attempt failed is
+  not counted on by others' claims.
+
+  Run-time limit: each lease gets a run deadline, the job's timeout_s per task when set,
+  else max(floor, factor x the predicted finish); renew never extends a lease past it.
+
+  Backups: a worker that gets nothing of its own (nothing pending, or the policy says
+  wait) may get a backup attempt of a running task of the app that it would finish clearly
+  sooner (find_backup: at least 1 s and half the running attempt's rest sooner; an overdue
+  attempt's rest counts as long again as it has run); both run and the first commit wins.
+  At most one backup per task.
+
+  Quarantine: a quarantined worker gets QUARANTINED until its cool-down ends, then one
+  probe task; its commit lets the worker back (quarantine_gate, record_run).
 
   KEYS[1]  pending zset        nova:{ns}:pending:<app>
   KEYS[2]  worker hash         nova:{ns}:worker:<wid>
@@ -37,20 +51,25 @@
   ARGV[7]  events MAXLEN (approximate, 1..10^9)
   ARGV[8]  reap limit per call (0..256; at most 256 leases released and workers removed
            per call in all)
-  ARGV[9..] k to 64 fresh random attempt ids ([A-Za-z0-9_-]{1,64}), one per task; a call
-           whose ARGV[9] equals the previous claim's is a retry (its reply was lost) and
+  ARGV[9]  run-time limit floor (ms, 1..604800000) of a task whose job sets none
+  ARGV[10] run-time limit factor (1..1000) x the predicted finish
+  ARGV[11..] k to 64 fresh random attempt ids ([A-Za-z0-9_-]{1,64}), one per task; a call
+           whose ARGV[11] equals the previous claim's is a retry (its reply was lost) and
            returns those leases
 
-  Returns {code, now_ms, payload}
+  Returns {code, now_ms, payload[, reason]}
     0 OK     payload = JSON list of leases {tid, job, index, input, cost, params,
-             lease_gen, attempt_id, attempt, deadline_ms, predicted_s}
+             lease_gen, attempt_id, attempt, deadline_ms, predicted_s, run_deadline_ms,
+             backup (true for a backup attempt)}
     2 WAIT   payload = retry-after hint (ms): faster workers will finish the work sooner
     3 EMPTY  payload = retry-after hint (ms): nothing pending and nothing in flight
+    4 QUARANTINED  payload = retry-after hint (ms), reason = why the worker is quarantined
    -9 BAD_INPUT    {-9, message}: an argument is out of range; nothing was read or written
   -10 WORKER_LOST  the worker is not registered (or was declared lost): register again
 
   Bounds: the candidate scan reads k + 32 pending entries at most, the slow path weighs the
-  256 fastest other workers, a retried claim visits at most 256 held tasks.
+  256 fastest other workers, a retried claim visits at most 256 held tasks, the backup
+  search 64 leases.
 ]]
 --- @include "common"
 --- @include "claim_argv"

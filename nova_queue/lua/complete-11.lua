@@ -4,7 +4,9 @@
   stale_rejected event; the committed task never changes. Replaying the same commit
   (its reply was lost) answers ALREADY. Warm runs update the worker's moving average
   of seconds per cost unit for the app; a cold run (first after a load) is kept apart
-  as compile/warm-up time.
+  as compile/warm-up time. A task with a backup attempt is settled by its first commit
+  (the other attempt is stale from then on: backup_won / backup_lost); the workers the
+  task failed on before are blamed, and quarantined after ARGV[12] such failures.
 
   KEYS[1]  task hash        nova:{ns}:task:<job>:<index>
   KEYS[2]  job hash         nova:{ns}:job:<job>
@@ -30,6 +32,9 @@
   ARGV[9]  moving-average weight of the new sample (0 < alpha <= 1)
   ARGV[10] events MAXLEN (approximate, 1..10^9)
   ARGV[11] provenance metadata (JSON object of at most 64 KiB, stored as is)
+  ARGV[12] quarantine after (1..1000): a worker whose failed tasks succeed elsewhere this
+           many times in its failure streak is quarantined (blame_others)
+  ARGV[13] quarantine cool-down (ms, 1..86400000)
 
   Checks: sizes, KEYS[1..2] and MAXLEN before anything else; the fence next (a stale
   report is rejected as stale whatever else it carries); then the holder's result key,

@@ -21,19 +21,22 @@
 
   ARGV[1]  key prefix ("nova:{ns}:")
   ARGV[2]  worker id
-  ARGV[3..11]  as complete-11's ARGV[3..11]: task id, lease_gen, attempt_id, result key,
-           run time (s), warm ("1"/"0"), moving-average weight, events MAXLEN, provenance
-  ARGV[12] app to claim for
-  ARGV[13] k: most tasks to lease (1..64)
-  ARGV[14] lease TTL (ms, 1..86400000)
-  ARGV[15] gap (ms, 0..86400000) after which a silent Redis opens a grace window
-  ARGV[16] reap limit per call (0..256)
-  ARGV[17..] k to 64 fresh random attempt ids, one per task (a retry whose reply was lost
+  ARGV[3..13]  as complete-11's ARGV[3..13]: task id, lease_gen, attempt_id, result key,
+           run time (s), warm ("1"/"0"), moving-average weight, events MAXLEN, provenance,
+           quarantine after, quarantine cool-down (ms)
+  ARGV[14] app to claim for
+  ARGV[15] k: most tasks to lease (1..64)
+  ARGV[16] lease TTL (ms, 1..86400000)
+  ARGV[17] gap (ms, 0..86400000) after which a silent Redis opens a grace window
+  ARGV[18] reap limit per call (0..256)
+  ARGV[19] run-time limit floor (ms), ARGV[20] its factor: as claim-12's ARGV[9..10]
+  ARGV[21..] k to 64 fresh random attempt ids, one per task (a retry whose reply was lost
            sends the same ids and gets the same commit answer and the same leases back)
 
-  Returns {commit_code, job_finished, claim_code, now_ms, payload}
+  Returns {commit_code, job_finished, claim_code, now_ms, payload[, reason]}
     commit_code, job_finished: as complete-11 (0 OK, 1 ALREADY)
-    claim_code, now_ms, payload: as claim-12 (0 OK, 2 WAIT, 3 EMPTY, -10 WORKER_LOST)
+    claim_code, now_ms, payload, reason: as claim-12 (0 OK, 2 WAIT, 3 EMPTY, 4 QUARANTINED,
+    -10 WORKER_LOST)
   or {commit_code, 0} when the commit is rejected (complete-11's codes -1 .. -6): no claim.
   or {-9, message} (BAD_INPUT) when an argument is invalid: nothing was written
   (the claim's arguments and keys are checked before the commit).
@@ -66,4 +69,4 @@ local claimed = claim_tasks({
   leases = KEYS[6], alive = KEYS[7], inflight = KEYS[8], failed = KEYS[9], finished = KEYS[10],
   meta = KEYS[15], events = KEYS[11],
 }, claim)
-return { done[1], done[2], claimed[1], claimed[2], claimed[3] }
+return { done[1], done[2], claimed[1], claimed[2], claimed[3], claimed[4] }

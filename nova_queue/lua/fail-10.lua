@@ -2,8 +2,13 @@
   complete. The kind decides: "shutdown" (the worker is stopping) and "infra" (the result
   store or another dependency failed, not the task) release without using an attempt; "oom"
   records that this worker could not hold the task (claims send it elsewhere) and
-  requeues while attempts remain; "error" requeues while attempts remain. A task out
-  of attempts is failed with the error; its job still finishes.
+  requeues while attempts remain; "error" records that the task failed on this worker
+  (claims send it elsewhere while another live worker serves the app), counts against the
+  worker (note_failure: a worker whose failures succeed elsewhere is quarantined and its
+  attempts given back) and requeues while attempts remain. A quarantined worker's
+  attempts are not used. A task out of attempts is failed with the error; its job still
+  finishes. A task that also runs as a second attempt (a backup) goes on with the other
+  attempt and stays leased.
 
   KEYS[1]  task hash        nova:{ns}:task:<job>:<index>
   KEYS[2]  job hash         nova:{ns}:job:<job>
@@ -24,9 +29,14 @@
   ARGV[6] kind: "error" | "oom" | "shutdown" | "infra"
   ARGV[7] error message (the caller truncates it; bytes past 8192 are dropped here)
   ARGV[8] events MAXLEN (approximate, 1..10^9)
+  ARGV[9] quarantine after this many errors in a row, each within ARGV[10] of its claim,
+          while other workers succeed (0..1000; 0: never)
+  ARGV[10] that time (ms, 0..86400000)
+  ARGV[11] quarantine cool-down (ms, 1..86400000)
 
   Returns {code, new state}
-    0  OK      new state = "pending" (requeued) | "failed" | "cancelled"
+    0  OK      new state = "pending" (requeued) | "failed" | "cancelled" | "leased" (the
+               task's other attempt runs on)
    -1  UNKNOWN_TASK
    -2 .. -5   stale, as in complete
    -9  BAD_INPUT {-9, message}: unknown kind, invalid ids or KEYS (nothing was written)
@@ -35,11 +45,15 @@
 --- @include "checks"
 --- @include "fence"
 --- @include "reject_stale"
---- @include "release"
+--- @include "add_to_list"
+--- @include "release_attempt"
+--- @include "note_failure"
 
 local task_key, job_key, worker_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, tid, gen, attempt_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local kind, message = ARGV[6], string.sub(ARGV[7] or '', 1, MAX_TEXT_BYTES)
+local q = { fast_fails = int_in(ARGV[9], 0, MAX_ATTEMPTS), fast_ms = int_in(ARGV[10], 0, MAX_TTL_MS),
+  cooldown_ms = int_in(ARGV[11], 1, MAX_COOLDOWN_MS) }
 local ctx = {
   prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8],
   finished = KEYS[9], events = KEYS[10], maxlen = ARGV[8],
@@ -49,9 +63,11 @@ if not burn and kind ~= 'shutdown' and kind ~= 'infra' then
   return bad_input('unknown failure kind ' .. string.sub(tostring(kind), 1, 40))
 end
 -- as complete: the fence compares worker, lease_gen and attempt id with what claim wrote
-if #ARGV < 8 or not is_task_id(tid) or #wid > 128 or #gen > 20 or #attempt_id > 64
-    or not int_in(ARGV[8], 1, MAX_EVENTS_MAXLEN) then
-  return bad_input('invalid worker id, task id, lease_gen, attempt id or events MAXLEN')
+if not is_task_id(tid) or #wid > 128 or #gen > 20 or #attempt_id > 64
+    or not int_in(ARGV[8], 1, MAX_EVENTS_MAXLEN) or not q.fast_fails or not q.fast_ms
+    or not q.cooldown_ms then
+  return bad_input('invalid worker id, task id, lease_gen, attempt id, events MAXLEN or '
+    .. 'quarantine policy')
 end
 if not keys_are(prefix, KEYS, { 'task:' .. tid, 'job:' .. job_of(tid), 'worker:' .. wid,
     'held:' .. wid, false, 'leases', 'inflight', 'failed', 'finished', 'events' }) then
@@ -63,26 +79,31 @@ if app and KEYS[5] ~= prefix .. 'pending:' .. app then
 end
 local now = now_ms()
 
-local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id', 'oom')
+local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id', 'b_worker',
+  'b_lease_gen', 'b_attempt_id', 'oom', 'failed_on', 'claimed_ms', 'b_claimed_ms')
 if not t[1] then
   return { CODE.UNKNOWN_TASK, '' }
 end
-local code = fence(t, wid, gen, attempt_id)
+local code, which = fence(t, wid, gen, attempt_id)
 if code ~= CODE.OK then
   reject_stale(ctx, tid, wid, 'fail', gen, t, code)
   return { code, t[1] }
 end
 
 if kind == 'oom' then
-  if not t[5] or #t[5] + #wid < MAX_OOM_BYTES then -- a list past the cap stays as it is
-    redis.call('HSET', task_key, 'oom', t[5] and (t[5] .. ',' .. wid) or wid)
-  end
+  redis.call('HSET', task_key, 'oom', add_to_list(t[8], wid))
   redis.call('HINCRBY', worker_key, 'oom', 1)
+elseif kind == 'error' then
+  redis.call('HSET', task_key, 'failed_on', add_to_list(t[9], wid))
 end
 if kind ~= 'shutdown' then
   redis.call('HINCRBY', worker_key, 'failures', 1)
 end
-local state = release(ctx, tid, now, kind, message, burn)
+local quarantined = redis.call('HGET', worker_key, 'quarantined') == '1'
+local state = release_attempt(ctx, tid, wid, now, kind, message, burn and not quarantined)
+if kind == 'error' then
+  note_failure(ctx, wid, tid, app, now, which == 'backup' and t[11] or t[10], message, q)
+end
 if redis.call('SCARD', KEYS[4]) == 0 and redis.call('EXISTS', worker_key) == 1 then
   redis.call('HSET', worker_key, 'state', 'idle', 'busy_until_ms', int(now))
 end

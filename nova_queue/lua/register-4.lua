@@ -63,7 +63,8 @@ redis.call('HSETNX', worker_key, 'joined_ms', int(now))
 redis.call('HDEL', worker_key, 'left_ms')
 redis.call('ZADD', workers_key, 'NX', now, wid)
 redis.call('ZADD', alive_key, now + ttl_ms, wid)
-join_apps(prefix, worker_key, wid, apps, estimates)
+join_apps(prefix, worker_key, wid, apps, estimates,
+  redis.call('HGET', worker_key, 'quarantined') == '1')
 emit(ctx, 'worker_joined', 'worker', wid, 'name', fields.name or '', 'backend',
   fields.backend or '', 'host', fields.host or '', 'apps', table.concat(apps, ','),
   'rejoined', rejoined)

@@ -1,6 +1,9 @@
 --[[ renew: the heartbeat. Refreshes the worker's liveness, lazily reaps what has expired,
-  and extends every lease the worker still holds; reports the ones it lost (expired and
-  reaped, re-leased, or its job cancelled).
+  and extends every lease the worker still holds (renew_lease), never past an attempt's
+  run deadline: an attempt at its run deadline times out here (an attempt is used, the task
+  is left to other workers). Reports the leases it lost, and why: 'timeout', 'superseded'
+  (another attempt of the task committed first), 'cancelled' (its job was), the kind its
+  lease ended with ('expired', 'lost', ...) or 'lost'.
 
   KEYS[1] worker hash      nova:{ns}:worker:<wid>
   KEYS[2] leases zset      nova:{ns}:leases
@@ -21,7 +24,7 @@
   ARGV[7..] triples: task id, lease_gen, attempt_id of each lease the worker holds (at most
           512 leases)
 
-  Returns {code, now_ms, lost task ids}
+  Returns {code, now_ms, lost task ids, their reasons}
     0  OK
    -9  BAD_INPUT {-9, message}: nothing was read or written
   -10  WORKER_LOST: the worker is not registered or was declared lost; every lease is lost
@@ -30,6 +33,7 @@
 --- @include "checks"
 --- @include "tick"
 --- @include "reap"
+--- @include "renew_lease"
 
 local worker_key, leases_key, alive_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid = ARGV[1], ARGV[2]
@@ -60,12 +64,12 @@ local now = now_ms()
 local grace = tick(ctx, now, gap_ms, ttl_ms)
 reap(ctx, now, grace, limit)
 
-local lost = {}
+local lost, reasons = {}, {}
 if not redis.call('ZSCORE', alive_key, wid) then
   for i = 7, #ARGV, 3 do
-    lost[#lost + 1] = ARGV[i]
+    lost[#lost + 1], reasons[#reasons + 1] = ARGV[i], 'worker_lost'
   end
-  return { CODE.WORKER_LOST, int(now), lost }
+  return { CODE.WORKER_LOST, int(now), lost, reasons }
 end
 
 local deadline = now + ttl_ms
@@ -73,16 +77,9 @@ redis.call('ZADD', alive_key, deadline, wid)
 redis.call('HSET', worker_key, 'last_seen_ms', int(now))
 
 for i = 7, #ARGV, 3 do
-  local tid, gen, attempt_id = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local task_key = prefix .. 'task:' .. tid
-  local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id')
-  local job_state = redis.call('HGET', prefix .. 'job:' .. job_of(tid), 'state')
-  if t[1] == 'leased' and t[2] == wid and t[3] == gen and t[4] == attempt_id
-      and job_state ~= 'cancelled' then
-    redis.call('HSET', task_key, 'deadline_ms', int(deadline))
-    redis.call('ZADD', leases_key, 'XX', deadline, tid)
-  else
-    lost[#lost + 1] = tid
+  local ok, reason = renew_lease(ctx, ARGV[i], wid, ARGV[i + 1], ARGV[i + 2], now, deadline)
+  if not ok then
+    lost[#lost + 1], reasons[#reasons + 1] = ARGV[i], reason
   end
 end
-return { CODE.OK, int(now), lost }
+return { CODE.OK, int(now), lost, reasons }

@@ -59,7 +59,8 @@ def test_kill_9_workers_at_random_moments(fleet, nova_chaos, record):
     verdict = check(nova, [job], store=open_store(fleet.store_url), expect="done")
     assert not invariants(nova, [job])
     record(1, verdict, started)
-    assert kills >= 3 and verdict.requeued >= 1, (kills, verdict.summary())
+    # a killed worker's task comes back when its lease expires, or an idle worker backs it up
+    assert kills >= 3 and verdict.requeued + verdict.backups >= 1, (kills, verdict.summary())
 
 
 def test_worker_frozen_past_its_ttl_then_resumed(fleet, nova_chaos, record):
@@ -78,9 +79,10 @@ def test_worker_frozen_past_its_ttl_then_resumed(fleet, nova_chaos, record):
     assert time.monotonic() - frozen_at > LEASE_TTL_S
     os.kill(frozen.pid, signal.SIGCONT)
     # the frozen worker finishes its run: its commit is rejected, or it learns first that
-    # the lease was lost and drops the result
+    # the lease was lost and drops the result, or abandons the run (its next renew says so)
     wait_for(lambda: any(e.type == "stale_rejected" for e in nova.events(count=100_000))
-             or "dropping" in frozen.output(), timeout_s=30, message="the late result fenced")
+             or "dropping" in frozen.output() or "abandoned" in frozen.output(),
+             timeout_s=30, message="the late result fenced")
     stop_cleanly([frozen, rescuer])
     t = nova.task(tid)
     assert t.state == "done" and t.worker_name == "rescuer" and t.lease_gen > first_gen

@@ -134,6 +134,23 @@ def commit(nova, wid, lease):
     return nova.complete(wid, lease, key, run_s=0.1, warm=True)
 
 
+def backups(nova):
+    """backup_started, attempt_ended, backup_won and backup_lost, on tasks whose first
+    attempt is long overdue."""
+    nova.enqueue("synthetic", [TaskSpec(f"b{i}", 1.0) for i in range(3)])
+    for wid in ("w3", "w4"):
+        nova.register_worker(wid, {"name": wid}, ["synthetic"])
+        nova.redis.hset(nova.keys.worker(wid), mapping={"ema:synthetic": 0.1, "n:synthetic": 1})
+    firsts = nova.claim("w3", "synthetic", k=3).leases
+    for lease in firsts:
+        nova.redis.hset(nova.keys.task(lease.task_id), "claimed_ms", 1)
+    backup = [nova.claim("w4", "synthetic").leases[0] for _ in firsts]
+    assert all(b.backup for b in backup)
+    commit(nova, "w4", backup[0])  # backup_won
+    commit(nova, "w3", firsts[1])  # backup_lost
+    nova.fail("w3", firsts[2], "error", "boom")  # attempt_ended
+
+
 def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     nova.register_worker("w1", {"name": "one"}, ["synthetic"])
     job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 1.0) for i in range(3)], max_attempts=2)
@@ -155,6 +172,9 @@ def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     assert nova.reap()["workers_lost"] == 1  # worker_lost
     nova.redis.hset(nova.keys.meta(), "last_tick_ms", nova.server_time_ms() - 60_000)
     nova.reap()  # grace
+    backups(nova)
+    nova.set_quarantine("w3", True, reason="test")  # worker_quarantined
+    nova.set_quarantine("w3", False)  # worker_released
 
     events = nova.events(count=10_000)
     assert {e.type for e in events} == set(EVENT_TYPES)

@@ -129,7 +129,7 @@ def claim_keys(nova, wid, app="synthetic"):
 
 def claim_args(nova, wid, k=1, app="synthetic", ids=None):
     ids = ids if ids is not None else [f"a{i}" for i in range(k)]
-    return [nova.prefix, wid, app, k, 10_000, 5_000, 1000, 100, *ids]
+    return [nova.prefix, wid, app, k, 10_000, 5_000, 1000, 100, 120_000, 10, *ids]
 
 
 # -- the limits are one definition ---------------------------------------------------------
@@ -151,7 +151,7 @@ def test_python_limits_equal_the_lua_limits():
 
 def test_every_script_is_attacked_below():
     attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "renew", "complete",
-                "fail", "register", "deregister", "retry", "enqueue"}
+                "fail", "register", "deregister", "retry", "enqueue", "quarantine"}
     assert set(script_sources()) == attacked
 
 
@@ -283,13 +283,15 @@ def test_complete_claim_with_a_huge_argv(nova, meter):
     keys = [k(nova).task(lease.task_id), k(nova).job(lease.job_id),
             *nova._commit_keys("w", "synthetic"), *[claim_keys(nova, "w")[i] for i in (0, 3, 4, 10)]]
     key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g1-{lease.attempt_id}.png"
-    commit = [nova.prefix, "w", lease.task_id, 1, lease.attempt_id, key, 0.1, 1, 0.3, 1000, "{}"]
-    argv = [*commit, "synthetic", 1, 10_000, 5_000, 100, *[f"i{i}" for i in range(20_000)]]
+    commit = [nova.prefix, "w", lease.task_id, 1, lease.attempt_id, key, 0.1, 1, 0.3, 1000, "{}",
+              3, 300_000]
+    argv = [*commit, "synthetic", 1, 10_000, 5_000, 100, 120_000, 10,
+            *[f"i{i}" for i in range(20_000)]]
     _, inner = assert_bounded(meter, lambda: call(nova, "complete_claim", keys, argv),
                               expect_bad=True, timed=False)
     assert inner == 0
     assert nova.task(lease.task_id).state == "leased"  # the commit did not happen either
-    argv = [*commit, "synthetic", BIG, 10_000, 5_000, 100, "i1"]
+    argv = [*commit, "synthetic", BIG, 10_000, 5_000, 100, 120_000, 10, "i1"]
     assert_bounded(meter, lambda: call(nova, "complete_claim", keys, argv), expect_bad=True)
     assert nova.task(lease.task_id).state == "leased"
 
@@ -323,14 +325,16 @@ def test_complete_and_fail_with_forged_fields(nova, meter):
                  k(nova).held("w"), k(nova).pending("synthetic"), k(nova).leases(),
                  k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events()]
     res, _ = assert_bounded(meter, lambda: call(nova, "fail", fail_keys, [
-        nova.prefix, "w", a.task_id, a.lease_gen, a.attempt_id, "oom", "e" * 1_000_000, 1000]))
+        nova.prefix, "w", a.task_id, a.lease_gen, a.attempt_id, "oom", "e" * 1_000_000, 1000,
+        5, 2000, 300_000]))
     assert res[0] == 0 and len(r.hget(k(nova).task(a.task_id), "error")) == limits.MAX_TEXT_BYTES
     assert len(r.hget(k(nova).task(a.task_id), "oom")) == 65_536  # past the cap: not grown
     r.hset(k(nova).worker("w"), mapping={"ema:synthetic": "nan", "tasks_done": "1e308"})
     key = f"jobs/{b.job_id}/results/{b.index:05d}-g{b.lease_gen}-{b.attempt_id}.png"
     keys = [k(nova).task(b.task_id), k(nova).job(b.job_id), *nova._commit_keys("w", "synthetic")]
     res, _ = assert_bounded(meter, lambda: call(nova, "complete", keys, [
-        nova.prefix, "w", b.task_id, b.lease_gen, b.attempt_id, key, 0.5, 1, 0.3, 1000, "{}"]))
+        nova.prefix, "w", b.task_id, b.lease_gen, b.attempt_id, key, 0.5, 1, 0.3, 1000, "{}",
+        3, 300_000]))
     assert res[0] == 0 and float(r.hget(k(nova).worker("w"), "ema:synthetic")) == 0.5
 
 
@@ -420,3 +424,67 @@ def test_publish_of_a_huge_stage_set_moves_a_chunk_per_call(nova, meter):
     nova.register_worker("w", {"name": "w"}, ["synthetic"])
     claimed = nova.claim("w", "synthetic", k=5).leases
     assert all(lease.job_id != "big" for lease in claimed)
+
+
+# -- quarantine, blame and backups: lists and sets a worker can forge ------------------------
+
+def test_quarantine_blame_and_refunds_with_forged_lists(nova, meter):
+    """The worker role may HSET its own streak (100,000 task ids) and a task's failed_on
+    (100,000 worker ids); quarantining, blaming and refunding stay bounded."""
+    r = nova.redis
+    job = seed_job(nova, 3)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    forged_tids = ",".join(f"{job}:{i % 3}" for i in range(100_000))
+    forged_wids = ",".join(f"v{i}" for i in range(100_000))
+    for i in range(100):  # workers the forged list names, each holding the task in its streak
+        r.hset(k(nova).worker(f"v{i}"), mapping={"id": f"v{i}", "streak_tids": f"{job}:0"})
+    r.hset(k(nova).worker("w"), mapping={"streak_tids": forged_tids, "apps": "synthetic," * 10_000})
+    keys = [k(nova).worker("w"), k(nova).alive(), k(nova).failed(), k(nova).finished(),
+            k(nova).events()]
+    res, _ = assert_bounded(meter, lambda: call(nova, "quarantine", keys, [
+        nova.prefix, "w", "quarantine", "x" * 1_000_000, BIG, 1000]), expect_bad=True)
+    res, _ = assert_bounded(meter, lambda: call(nova, "quarantine", keys, [
+        nova.prefix, "w", "quarantine", "x" * 100_000, 60_000, 1000]), expect_bad=False)
+    assert len(r.hget(k(nova).worker("w"), "quarantine_reason")) <= 520
+    assert_bounded(meter, lambda: call(nova, "quarantine", keys, [
+        nova.prefix, "w", "release", "", 60_000, 1000]), expect_bad=False)
+    nova.register_worker("c", {"name": "c"}, ["synthetic"])
+    [lease] = nova.claim("c", "synthetic").leases
+    r.hset(k(nova).task(lease.task_id), "failed_on", forged_wids)
+    key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-{lease.attempt_id}.png"
+    ckeys = [k(nova).task(lease.task_id), k(nova).job(lease.job_id),
+             *nova._commit_keys("c", "synthetic")]
+    res, _ = assert_bounded(meter, lambda: call(nova, "complete", ckeys, [
+        nova.prefix, "c", lease.task_id, lease.lease_gen, lease.attempt_id, key, 0.5, 1, 0.3,
+        1000, "{}", 1, 60_000]), expect_bad=False)
+    assert res[0] == 0
+    # a forged failed_on makes left_to_others weigh at most MAX_LISTED ids per candidate
+    r.hset(k(nova).task(f"{job}:1"), "failed_on", "c," + forged_wids)
+    fill_set(r, k(nova).app_workers("synthetic"), HUGE_SET, prefix="v")
+    assert_bounded(meter, lambda: call(nova, "claim", claim_keys(nova, "c"),
+                                       claim_args(nova, "c", k=2)), expect_bad=False)
+
+
+def test_the_backup_search_with_a_huge_lease_set(nova, meter):
+    """Forged leases (50,000 members, many of real leased tasks long overdue): an idle
+    worker's claim looks at MAX_BACKUP_SCAN of them at most."""
+    r = nova.redis
+    nova.enqueue("synthetic", [TaskSpec(f"p{i}", 1.0) for i in range(300)])
+    nova.register_worker("slow", {"name": "slow"}, ["synthetic"])
+    r.hset(k(nova).worker("slow"), mapping={"ema:synthetic": 100.0, "n:synthetic": 1})
+    leases = []
+    for _ in range(5):
+        leases += nova.claim("slow", "synthetic", k=64).leases
+    assert len(leases) >= 256
+    pipe = r.pipeline(transaction=False)
+    for lease in leases:
+        pipe.hset(k(nova).task(lease.task_id), "claimed_ms", 1)
+    pipe.execute()
+    fill_zset(r, k(nova).leases(), HUGE_SET, lambda i: f"forged{i}:0", lambda i: 10**15)
+    nova.register_worker("idle", {"name": "idle"}, ["synthetic"])
+    r.hset(k(nova).worker("idle"), mapping={"ema:synthetic": 0.01, "n:synthetic": 1})
+    r.delete(k(nova).pending("synthetic"))
+    res, inner = assert_bounded(meter, lambda: call(nova, "claim", claim_keys(nova, "idle"),
+                                                    claim_args(nova, "idle")))
+    assert res[0] == 0 and json.loads(res[2])[0]["backup"] is True
+    assert inner < 3 * limits.MAX_CLAIM_K + 200

@@ -33,7 +33,7 @@ def commit_raw(nova, wid, lease, key, run_s="1.0", warm="1", alpha="0.3", maxlen
     keys = [nova.keys.task(lease.task_id), nova.keys.job(lease.job_id),
             *nova._commit_keys(wid, lease.app)]
     args = [nova.prefix, wid, lease.task_id, lease.lease_gen, lease.attempt_id, key, run_s,
-            warm, alpha, maxlen, meta]
+            warm, alpha, maxlen, meta, 3, 300_000]
     return nova.scripts.call("complete", keys, args)
 
 
@@ -165,7 +165,7 @@ def test_scripts_check_their_keys(nova, redis_url):
                 *nova._commit_keys("w", "synthetic")]
         res = nova.scripts.call("complete", keys, [
             nova.prefix, "w", lease.task_id, lease.lease_gen, lease.attempt_id, rkey(lease),
-            "1.0", "1", "0.3", "1000", "{}"])
+            "1.0", "1", "0.3", "1000", "{}", "3", "300000"])
         assert res[0] == BAD_INPUT and nova.task(lease.task_id).state == "leased"
     finally:
         other.close()

@@ -4,12 +4,23 @@ Each task hashes (SHA-256, chained over the prompt) until ``seconds × slowdown`
 time has passed, then renders a PNG card (:mod:`nova_queue.workers.apps.card`) with the
 prompt, backend, worker, job and task. Params and costs are in the spec,
 :mod:`nova_queue.apps.synthetic`.
+
+Gray failures, for tests, chaos runs and benchmarks: ``-o control=PATH`` names a JSON file
+the runner reads before each task (when it changed), so a test can turn a healthy worker
+into a broken one mid-job: ``{"slowdown": 100}`` (times ``--slowdown``: thermal
+throttling), ``{"fail": "all"}`` or ``{"fail": "every_other"}`` (a broken driver, a flaky
+one), ``{"hang": "soft"}`` (never returns, but can be interrupted), ``{"hang": "hard",
+"hang_s": 30}`` (blocks the worker's interrupt signal, as native code would, for
+``hang_s`` seconds, then returns its result late).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import os
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,6 +38,63 @@ class PoisonTaskError(RuntimeError):
     """Raised on purpose by a task whose prompt matches ``crash_on`` (a simulated app bug)."""
 
 
+class SimulatedFailure(RuntimeError):
+    """Raised on purpose by a worker whose control file says ``fail`` (a broken device)."""
+
+
+class Control:
+    """The ``-o control=PATH`` file: gray failures switched on while the worker runs."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._mtime: float | None = None
+        self.state: dict[str, Any] = {}
+        self.tasks = 0
+
+    def read(self) -> dict[str, Any]:
+        """The file's settings (re-read when it changed; {} while it is missing)."""
+        try:
+            mtime = os.stat(self.path).st_mtime
+        except OSError:
+            self.state, self._mtime = {}, None
+            return self.state
+        if mtime != self._mtime:
+            try:
+                with open(self.path, encoding="utf-8") as f:
+                    state = json.load(f)
+                self.state = state if isinstance(state, dict) else {}
+            except (OSError, ValueError):
+                return self.state  # being written: keep the last settings
+            self._mtime = mtime
+        return self.state
+
+    def before_task(self) -> float:
+        """Apply the failure of the moment; returns the extra slowdown factor."""
+        state = self.read()
+        self.tasks += 1
+        fail = state.get("fail")
+        if fail == "all" or (fail == "every_other" and self.tasks % 2 == 0):
+            raise SimulatedFailure(f"simulated broken device ({fail})")
+        if state.get("hang") == "soft":
+            while True:  # never returns; the worker's interrupt (SIGUSR1) ends it
+                time.sleep(3600)
+        if state.get("hang") == "hard":
+            hard_hang(float(state.get("hang_s", 1e9)))
+        factor = state.get("slowdown", 1.0)
+        return float(factor) if isinstance(factor, (int, float)) and factor > 0 else 1.0
+
+
+def hard_hang(seconds: float) -> None:
+    """Stay deaf to the worker's interrupt for ``seconds``, as native code would."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 class SyntheticRunner(AppRunner):
     """Runs synthetic tasks: calibrated CPU work, then a PNG card."""
 
@@ -35,12 +103,15 @@ class SyntheticRunner(AppRunner):
     def __init__(self, spec: AppSpec) -> None:
         super().__init__(spec)
         self._ctx: AppContext | None = None
+        self._control: Control | None = None
 
     def setup(self, ctx: AppContext) -> None:
         """Remember the context; nothing to load."""
         if not (math.isfinite(ctx.slowdown) and ctx.slowdown > 0):
             raise ConfigError(f"slowdown must be a positive number, got {ctx.slowdown!r}")
         self._ctx = ctx
+        control = ctx.options.get("control")
+        self._control = Control(control) if control else None
 
     def batch_size(self, params: Mapping[str, Any]) -> int:
         """One task per batch."""
@@ -70,8 +141,9 @@ class SyntheticRunner(AppRunner):
         seconds = jittered_seconds(float(params.get("seconds", DEFAULTS["seconds"])),
                                    float(params.get("jitter", 0.0)),
                                    int(params.get("jitter_seed", 0)), task.index)
+        extra = self._control.before_task() if self._control is not None else 1.0
         started = time.perf_counter()
-        digest, rounds = burn(task.input, seconds * ctx.slowdown)
+        digest, rounds = burn(task.input, seconds * ctx.slowdown * extra)
         compute_s = time.perf_counter() - started
         meta = {
             "app": self.name, "prompt": metadata_safe(task.input), "backend": ctx.backend,

@@ -12,6 +12,9 @@ local function check_claim_argv(a)
   if not a.k or not a.ttl_ms or not a.gap_ms or not a.maxlen or not a.reap_limit then
     return 'k (1..' .. MAX_CLAIM_K .. '), lease TTL, gap, events MAXLEN or reap limit out of range'
   end
+  if not a.timeout_floor_ms or not a.timeout_factor then
+    return 'run-time limit floor (1..' .. MAX_TIMEOUT_MS .. ' ms) or factor (1..1000) out of range'
+  end
   if #ids < a.k or #ids > MAX_CLAIM_K then
     return 'a claim of k tasks needs k to ' .. MAX_CLAIM_K .. ' attempt ids'
   end

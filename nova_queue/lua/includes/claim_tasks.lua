@@ -2,16 +2,18 @@
   after a commit. K: claim-12's KEYS by name (pending, worker, held, fleet, app_workers, leases,
   alive, inflight, failed, finished, meta, events); a: its ARGV by name (claim_argv),
   checked by check_claim_argv. Returns claim-12's reply. Each step is an include: reap,
-  claim_again (a retried claim), scan_candidates, estimate, grant_count (the policy),
-  write_leases.
+  claim_again (a retried claim), quarantine_gate (a quarantined worker probes with one
+  task), scan_candidates, estimate, grant_count (the policy), write_leases; claim_idle
+  when the worker gets nothing of its own (a backup attempt, or when to ask again).
 ]]
 --- @include "tick"
 --- @include "reap"
 --- @include "claim_again"
+--- @include "quarantine_gate"
 --- @include "scan_candidates"
---- @include "estimate"
 --- @include "grant_count"
 --- @include "write_leases"
+--- @include "claim_idle"
 local function claim_tasks(K, a)
   local ctx = {
     prefix = a.prefix, leases = K.leases, alive = K.alive, inflight = K.inflight,
@@ -25,33 +27,43 @@ local function claim_tasks(K, a)
   end
   -- everything this script reads of the worker, in one call
   local w = redis.call('HMGET', K.worker, 'last_claim', 'ema:' .. a.app, 'n:' .. a.app,
-    'bench:' .. a.app, 'name', 'backend', 'host', 'claims')
+    'bench:' .. a.app, 'name', 'backend', 'host', 'claims', 'quarantined',
+    'quarantine_until_ms', 'probe_tid', 'quarantine_reason', 'cooldown_ms')
   if w[1] == a.attempt_ids[1] then
     local again = claim_again(a.prefix, K.held, a.attempt_ids)
     if again then
       return { CODE.OK, int(now), again }
     end
   end
+  local probing = w[9] == '1'
+  if probing then
+    local refused = quarantine_gate(ctx, K, a, w, now)
+    if refused then
+      return refused
+    end
+    a.k = 1 -- a probe: one task
+  end
+  local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
+    host = w[7] or '', claims = w[8] }
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
-    if (tonumber(redis.call('HGET', K.inflight, a.app) or '0') or 0) > 0 then
-      return { CODE.WAIT, int(now), WAIT_MS.DRAINING }
-    end
-    return { CODE.EMPTY, int(now), WAIT_MS.EMPTY }
+    return claim_idle(ctx, K, a, me, probing, now)
   end
   local s = scan_candidates(ctx, K, a, now)
   if #s.tids == 0 then
-    return { CODE.WAIT, int(now), WAIT_MS.BLOCKED }
+    return claim_idle(ctx, K, a, me, probing, now, WAIT_MS.BLOCKED)
   end
   if s.removed > 0 then
     R = redis.call('ZCARD', K.pending)
   end
-  local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
-    host = w[7] or '', claims = w[8] }
   local t_w, measured = estimate(K.fleet, a.prefix, a.wid, a.app, me)
-  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s.costs, R, now)
+  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s, R, now)
   if grant == 0 then
-    return { CODE.WAIT, int(now), hint }
+    return claim_idle(ctx, K, a, me, probing, now, hint, t_w)
   end
-  return { CODE.OK, int(now), cjson.encode(write_leases(ctx, K, a, me, s, grant, t_w, now)) }
+  local leases = write_leases(ctx, K, a, me, s, grant, t_w, now)
+  if probing then
+    redis.call('HSET', K.worker, 'probe_tid', leases[1].tid)
+  end
+  return { CODE.OK, int(now), cjson.encode(leases) }
 end

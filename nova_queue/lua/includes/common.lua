@@ -31,6 +31,13 @@ local MAX_META_BYTES = 65536       -- JSON objects from callers (fields, benchma
 local MAX_TEXT_BYTES = 8192        -- short texts (an error message, a job name)
 local MAX_FIELDS = 64              -- worker fields at register
 local MAX_OOM_BYTES = 4096         -- a task's list of workers that ran out of memory on it
+local MAX_LISTED = 32              -- workers of a task's oom / failed_on lists one claim weighs
+local MAX_STREAK = 64              -- task ids of a worker's failure streak kept (refunds)
+local MAX_TIMEOUT_MS = 604800000   -- a task's run-time limit (7 days)
+local MAX_COOLDOWN_MS = 86400000   -- a quarantine's cool-down (doubles per failed probe)
+local MAX_BACKUP_SCAN = 64         -- leases a claim looks at for a backup attempt
+local BACKUP_MIN_GAIN_MS = 1000    -- a backup must finish this much sooner ...
+local BACKUP_GAIN_SHARE = 0.5      -- ... and by this share of the running attempt's rest
 
 -- A finite number in [lo, hi], else nil.
 local function num_in(x, lo, hi)

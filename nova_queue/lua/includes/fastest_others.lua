@@ -1,17 +1,31 @@
 --[[ fastest_others: the MAX_FLEET_VISIT fastest other workers of the fleet (they finish the
   most tasks before the claiming worker would), each as {ms per task of cost c, ms until
-  it is free (0: idle)}: offsets from now keep the arithmetic exact.
+  it is free (0: idle)}: offsets from now keep the arithmetic exact. Not counted on: a
+  worker whose last attempt failed (a failure streak: it may fail what it takes), and one
+  that `skip` lists (the head task failed or ran out of memory on it: it leaves the task,
+  unless the list is longer than MAX_LISTED: see left_to_others).
 ]]
 --- @include "common"
-local function fastest_others(fleet_key, prefix, wid, c, now)
-  local others = {}
+local function fastest_others(fleet_key, prefix, wid, c, now, skip)
+  local others, skipped, n = {}, {}, 0
+  for id in string.gmatch(skip or '', '[^,]+') do
+    n = n + 1
+    if n > MAX_LISTED then
+      skipped = {}
+      break
+    end
+    skipped[id] = true
+  end
   local members = redis.call('ZRANGE', fleet_key, 0, MAX_FLEET_VISIT, 'WITHSCORES')
   for i = 1, #members, 2 do
     local v = members[i]
-    if v ~= wid and #others < MAX_FLEET_VISIT then
-      local b = num_in(redis.call('HGET', prefix .. 'worker:' .. v, 'busy_until_ms'), 0, 1e15) or 0
-      others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000,
-        math.max(b - now, 0) }
+    if v ~= wid and #others < MAX_FLEET_VISIT and not skipped[v] then
+      local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'busy_until_ms', 'fail_streak')
+      if (tonumber(h[2]) or 0) == 0 then
+        local b = num_in(h[1], 0, 1e15) or 0
+        others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000,
+          math.max(b - now, 0) }
+      end
     end
   end
   return others

@@ -1,13 +1,15 @@
---[[ grant_count: how many of the candidates (their costs, in queue order) the claiming
-  worker gets under claim-12's policy, with R tasks pending; or 0 and a wait_hint (ms).
-  No estimate at all: one (explore). Fast path, O(log n): while R is large the others
-  cannot finish the queue first, and all are granted without visiting a worker; else
-  finish_time_grant weighs the fastest_others.
+--[[ grant_count: how many of the candidates (the scan s: their costs, in queue order) the
+  claiming worker gets under claim-12's policy, with R tasks pending; or 0 and a wait_hint
+  (ms). No estimate at all: one (explore). Fast path, O(log n): while R is large the
+  others cannot finish the queue first, and all are granted without visiting a worker;
+  else finish_time_grant weighs the fastest_others that may take the head candidate (not
+  those it failed or ran out of memory on).
 ]]
 --- @include "fastest_others"
 --- @include "finish_time_grant"
 --- @include "wait_hint"
-local function grant_count(fleet_key, prefix, wid, t_w, measured, costs, R, now)
+local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now)
+  local costs = s.costs
   if not t_w then
     return 1 -- explore: no data at all
   end
@@ -25,7 +27,9 @@ local function grant_count(fleet_key, prefix, wid, t_w, measured, costs, R, now)
   if N == 0 or N * t_w * C / (t_min * c) < R - kk + 1 then
     return kk -- fast path
   end
-  local others = fastest_others(fleet_key, prefix, wid, c, now)
+  local head = s.tasks[1]
+  local skip = (head[2] or head[8]) and ((head[2] or '') .. ',' .. (head[8] or ''))
+  local others = fastest_others(fleet_key, prefix, wid, c, now, skip)
   local grant = finish_time_grant(others, t_w, costs, R)
   if grant == 0 then
     return 0, wait_hint(others)

@@ -1,6 +1,7 @@
 --[[ job_fields: enqueue-8's job fields (ARGV[5], JSON) checked, and their app's pending set
   checked against KEYS[5] (pending_key). Returns {app, params, priority, max_attempts,
-  total, name}, or nil and what is wrong.
+  total, name, timeout_s ('' when the run-time limit derives from predictions)}, or nil and
+  what is wrong.
 ]]
 --- @include "common"
 local function job_fields(text, prefix, pending_key)
@@ -33,6 +34,11 @@ local function job_fields(text, prefix, pending_key)
     return nil, 'params must be a JSON string of at most ' .. MAX_PARAMS_BYTES
       .. ' bytes and name a string of at most ' .. MAX_TEXT_BYTES
   end
+  local timeout_s = f.timeout_s and num_in(f.timeout_s, 0.001, MAX_TIMEOUT_MS / 1000)
+  if f.timeout_s and not timeout_s then
+    return nil, 'timeout_s must be a number of seconds from 0.001 to ' .. MAX_TIMEOUT_MS / 1000
+  end
   return { app = f.app, params = f.params or '{}', priority = priority,
-    max_attempts = max_attempts, total = total, name = f.name or '' }
+    max_attempts = max_attempts, total = total, name = f.name or '',
+    timeout_s = timeout_s and num(timeout_s) or '' }
 end

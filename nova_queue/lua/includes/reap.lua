@@ -1,9 +1,11 @@
 --[[ reap: lazy reaping, bounded by `limit` per kind and by ctx.budget (releases and worker
   removals) in all: lost workers first (their leases are released at once), then leases
-  whose deadline passed. Nothing during a grace window. Returns workers lost, leases
+  whose deadline passed (expire_lease: past its run deadline, an attempt times out).
+  Nothing during a grace window. Returns workers lost, leases
   expired. ctx fields used: alive, leases, budget, plus release's.
 ]]
 --- @include "remove_worker"
+--- @include "expire_lease"
 local function reap(ctx, now, grace_until, limit)
   if now < grace_until then
     return 0, 0
@@ -27,7 +29,7 @@ local function reap(ctx, now, grace_until, limit)
       math.min(limit, ctx.budget))
   end
   for _, tid in ipairs(expired) do
-    release(ctx, tid, now, 'expired', 'lease expired', true)
+    expire_lease(ctx, tid, now)
   end
   return n_lost, #expired
 end

@@ -1,19 +1,21 @@
 --[[ release: ends a lease without a commit (failure, expiry, lost worker, shutdown).
   The task goes back to pending, or to failed when its attempts are used up, or to
-  cancelled when its job was cancelled. `burn` = false gives the attempt back.
+  cancelled when its job was cancelled. `burn` = false gives the attempt back. A backup
+  attempt (see write_backup) ends with it.
   ctx fields used: prefix, leases, inflight, failed, events, maxlen, finished, and
   pending when the caller passed the task's pending key in KEYS; budget (releases this
   call may still make) where the caller loops.
   Returns the task's new state, or nil if it was not leased.
 ]]
---- @include "common"
+--- @include "drop_attempt"
 local function release(ctx, tid, now, kind, message, burn)
   redis.call('ZREM', ctx.leases, tid)
   if not is_task_id(tid) then
     return nil -- not a task id (a lease written by hand): nothing to release
   end
   local task_key = ctx.prefix .. 'task:' .. tid
-  local t = redis.call('HMGET', task_key, 'state', 'worker', 'attempt_count', 'lease_gen')
+  local t = redis.call('HMGET', task_key, 'state', 'worker', 'attempt_count', 'lease_gen',
+    'b_worker')
   if t[1] ~= 'leased' then
     return nil
   end
@@ -22,6 +24,9 @@ local function release(ctx, tid, now, kind, message, burn)
   local j = redis.call('HMGET', job_key, 'app', 'state', 'max_attempts', 'priority', 'seq0')
   local wid = t[2] or ''
   redis.call('SREM', ctx.prefix .. 'held:' .. wid, tid)
+  if t[5] then
+    drop_attempt(ctx, tid, 'backup') -- the backup attempt ends with the task's lease
+  end
   if not j[1] then
     redis.call('HSET', task_key, 'state', 'failed', 'error', 'job not found')
     return 'failed' -- a task without a job (written by hand)
@@ -50,7 +55,7 @@ local function release(ctx, tid, now, kind, message, burn)
       task_score(j[4], j[5], tid), tid)
   end
   redis.call('HDEL', task_key, 'worker', 'worker_name', 'backend', 'host', 'attempt_id',
-    'deadline_ms', 'predicted_s')
+    'deadline_ms', 'predicted_s', 'run_deadline_ms')
   redis.call('HSET', task_key, 'state', state, 'attempt_count', attempts, 'last_worker', wid,
     'error_kind', kind, 'error', message)
   emit(ctx, state == 'failed' and 'failed' or state == 'cancelled' and 'cancelled' or 'requeued',

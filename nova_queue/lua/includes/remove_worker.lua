@@ -3,10 +3,11 @@
   held_key: the worker's held set when the caller has it in KEYS.
   Visits at most MAX_APPS of its apps and min(MAX_HELD_VISIT, ctx.budget) held tasks (a
   worker holds a few; the rest of a larger, hand-written set is left: those leases expire
-  and are reaped on their own). ctx fields used: alive, budget, plus release's.
+  and are reaped on their own). A task it runs as one of two attempts goes on with the
+  other (release_attempt). ctx fields used: alive, budget, plus release's.
   Returns the number of leases released.
 ]]
---- @include "release"
+--- @include "release_attempt"
 local function remove_worker(ctx, wid, now, state, held_key)
   local worker_key = ctx.prefix .. 'worker:' .. wid
   held_key = held_key or (ctx.prefix .. 'held:' .. wid)
@@ -28,8 +29,10 @@ local function remove_worker(ctx, wid, now, state, held_key)
   if ctx.budget > 0 then
     local held = redis.call('SRANDMEMBER', held_key, math.min(MAX_HELD_VISIT, ctx.budget))
     for _, tid in ipairs(held) do
-      if is_task_id(tid) and redis.call('HGET', ctx.prefix .. 'task:' .. tid, 'worker') == wid
-          and release(ctx, tid, now, lost and 'lost' or 'shutdown', message, lost) then
+      local t = is_task_id(tid) and redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'worker',
+        'b_worker')
+      if t and (t[1] == wid or t[2] == wid)
+          and release_attempt(ctx, tid, wid, now, lost and 'lost' or 'shutdown', message, lost) then
         released = released + 1
       else
         redis.call('SREM', held_key, tid) -- no longer ours (release removes ours)

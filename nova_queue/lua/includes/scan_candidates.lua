@@ -1,8 +1,9 @@
 --[[ scan_candidates: the tasks a claim may lease, in queue order (consider_pending decides
   each). Reads the first k members of the pending set and, only when some were skipped,
   32 more: never more, whatever the set holds. Returns s: tids, tasks (each the task's
-  {cost, oom, input, lease_gen, attempt_count, state}), costs, jobs (job id -> {state,
-  params, pending, leased}) and removed (members that left the set).
+  {cost, oom, input, lease_gen, attempt_count, state, gen_top, failed_on}), costs, jobs
+  (job id -> {state, params, pending, leased, timeout_s}) and removed (members that left
+  the set).
 ]]
 --- @include "consider_pending"
 local function scan_candidates(ctx, K, a, now)

@@ -7,7 +7,10 @@
 local OWNED = {
   id = true, apps = true, state = true, joined_ms = true, left_ms = true, last_seen_ms = true,
   busy_until_ms = true, tasks_done = true, failures = true, oom = true, claims = true,
-  last_claim = true,
+  last_claim = true, last_done_ms = true, last_error = true, fail_streak = true,
+  fast_streak = true, streak_since_ms = true, streak_tids = true, blamed = true,
+  quarantined = true, quarantine_reason = true, quarantined_ms = true,
+  quarantine_until_ms = true, cooldown_ms = true, probe_tid = true,
 }
 
 local function worker_fields(fields)

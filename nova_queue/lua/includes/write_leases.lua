@@ -1,37 +1,42 @@
 --[[ write_leases: leases the first `grant` candidates of the scan s to the claiming worker
   (me: its name, backend, host and claims count), one attempt id each, with a predicted
-  run time when it has an estimate t_w; then the jobs' counts, the app's in-flight count
-  and the worker's state. Returns the leases (claim-12's reply fields).
+  run time when it has an estimate t_w and a run deadline (run_limit) past which renew no
+  longer extends the lease; then the jobs' counts, the app's in-flight count and the
+  worker's state. Returns the leases (claim-12's reply fields).
 ]]
 --- @include "update_job_counts"
+--- @include "run_limit"
 local function write_leases(ctx, K, a, me, s, grant, t_w, now)
-  local deadline, busy = now + a.ttl_ms, 0
+  local busy = 0
   local leases, granted, order = {}, {}, {} -- leases per job, written to its counts once
   for i = 1, grant do
     local tid, t, cost = s.tids[i], s.tasks[i], s.costs[i]
     local job_id, index = job_of(tid), index_of(tid)
-    local gen = (int_in(t[4], 0, 1e15) or 0) + 1
+    local gen = math.max(int_in(t[4], 0, 1e15) or 0, int_in(t[7], 0, 1e15) or 0) + 1
     local attempt = (int_in(t[5], 0, 1e15) or 0) + 1
     local attempt_id = a.attempt_ids[i]
     local predicted = t_w and (t_w * cost) or nil
     local predicted_s = predicted and num(predicted) or ''
     busy = busy + (predicted or 0)
-    redis.call('ZREM', K.pending, tid)
-    redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'leased', 'lease_gen', gen,
-      'attempt_count', attempt, 'worker', a.wid, 'worker_name', me.name, 'backend', me.backend,
-      'host', me.host, 'attempt_id', attempt_id, 'deadline_ms', int(deadline),
-      'claimed_ms', int(now), 'predicted_s', predicted_s)
-    redis.call('ZADD', K.leases, deadline, tid)
-    redis.call('SADD', K.held, tid)
     if not granted[job_id] then
       granted[job_id] = 0
       order[#order + 1] = job_id
     end
     granted[job_id] = granted[job_id] + 1
+    local run_deadline = now + run_limit(a, s.jobs[job_id][5], granted[job_id], t_w and busy)
+    local deadline = math.min(now + a.ttl_ms, run_deadline)
+    redis.call('ZREM', K.pending, tid)
+    redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'leased', 'lease_gen', gen,
+      'attempt_count', attempt, 'worker', a.wid, 'worker_name', me.name, 'backend', me.backend,
+      'host', me.host, 'attempt_id', attempt_id, 'deadline_ms', int(deadline),
+      'claimed_ms', int(now), 'predicted_s', predicted_s, 'run_deadline_ms', int(run_deadline))
+    redis.call('ZADD', K.leases, deadline, tid)
+    redis.call('SADD', K.held, tid)
     leases[i] = {
       tid = tid, job = job_id, index = tonumber(index), input = t[3], cost = cost,
       params = s.jobs[job_id][2] or '{}', lease_gen = gen, attempt_id = attempt_id,
       attempt = attempt, deadline_ms = int(deadline), predicted_s = predicted or cjson.null,
+      run_deadline_ms = int(run_deadline),
     }
     emit(ctx, 'claimed', 'job', job_id, 'task', index, 'worker', a.wid, 'name', me.name,
       'backend', me.backend, 'lease_gen', gen, 'attempt', attempt, 'predicted_s', predicted_s)

@@ -2,12 +2,15 @@
 rejections and requeues, in the order Redis ran them) and compares it with the final state.
 
 Scripts are atomic and each appends its events before it returns, so the stream order is
-the order in which Redis applied the state changes. Per task the replay tracks the one live
-lease ``(worker, lease_gen)``:
+the order in which Redis applied the state changes. Per task the replay tracks the live
+attempts ``(worker, lease_gen)``: one, or two while a backup attempt runs beside the first:
 
-- ``claimed`` while a lease is live                    -> two live leases (``overlap``)
-- ``claimed`` with a lease_gen not above the last one  -> ``overlap`` too (fencing broken)
-- ``completed`` that is not the live lease            -> stale commit accepted
+- ``claimed`` while an attempt is live                 -> two live leases (``overlap``)
+- ``claimed`` or ``backup_started`` with a lease_gen not above every earlier one, or a
+  ``backup_started`` unless exactly one other worker's attempt is live -> ``overlap``
+- ``backup_won`` / ``backup_lost`` end the losing attempt, ``attempt_ended`` one attempt,
+  a release (requeued / failed / cancelled) every attempt
+- ``completed`` that is not a live attempt             -> stale commit accepted
 - more than one ``completed``                          -> committed twice (``double``)
 - a task that should be terminal but is not, a missing task hash, or a done task whose
   result object is missing from the store              -> ``lost``
@@ -52,6 +55,7 @@ class Verdict:
     commits: int = 0
     rejected: int = 0
     requeued: int = 0
+    backups: int = 0
     problems: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -62,7 +66,7 @@ class Verdict:
         head = (f"tasks={self.tasks} lost={self.lost} double={self.double} "
                 f"stale_accepted={self.stale_accepted} overlap={self.overlap} "
                 f"claims={self.claims} commits={self.commits} rejected={self.rejected} "
-                f"requeued={self.requeued}")
+                f"requeued={self.requeued} backups={self.backups}")
         return head + "".join(f"\n  - {p}" for p in self.problems[:30])
 
 
@@ -81,9 +85,10 @@ def read_events(nova, page: int = 10_000) -> list[tuple[str, dict[str, str]]]:
 
 @dataclasses.dataclass
 class _Task:
-    live: tuple[str, int] | None = None
+    live: set[tuple[str, int]] = dataclasses.field(default_factory=set)
     last_gen: int = 0
     commits: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
+    backups: int = 0
 
 
 def replay(events: Iterable[tuple[str, dict[str, str]]], verdict: Verdict) -> dict[str, _Task]:
@@ -95,30 +100,41 @@ def replay(events: Iterable[tuple[str, dict[str, str]]], verdict: Verdict) -> di
             continue
         tid = f"{f['job']}:{f['task']}"
         t = tasks[tid]
-        if etype == "claimed":
+        if etype in ("claimed", "backup_started"):
             verdict.claims += 1
-            gen = int(f["lease_gen"])
-            if t.live is not None:
+            gen, who = int(f["lease_gen"]), (f["worker"], int(f["lease_gen"]))
+            backup = etype == "backup_started"
+            if backup:
+                t.backups += 1
+                verdict.backups += 1
+            if (backup and (len(t.live) != 1 or f["worker"] in {w for w, _ in t.live})) or (
+                    not backup and t.live):
                 verdict.overlap += 1
-                verdict.problems.append(f"{eid} {tid}: claimed by {f['worker']} gen {gen} "
-                                        f"while {t.live} is live")
+                verdict.problems.append(f"{eid} {tid}: {etype} by {f['worker']} gen {gen} "
+                                        f"while {sorted(t.live)} live")
             elif gen <= t.last_gen:
                 verdict.overlap += 1
                 verdict.problems.append(f"{eid} {tid}: lease_gen {gen} after {t.last_gen}")
-            t.live, t.last_gen = (f["worker"], gen), max(gen, t.last_gen)
+            t.live.add(who)
+            t.last_gen = max(gen, t.last_gen)
+        elif etype in ("backup_won", "backup_lost"):
+            t.live.discard((f["loser"], int(f["loser_gen"])))
+        elif etype == "attempt_ended":
+            t.live.discard((f["worker"], int(f["lease_gen"])))
         elif etype == "completed":
             verdict.commits += 1
             holder = (f["worker"], int(f["lease_gen"]))
-            if t.live != holder:
+            if holder not in t.live or len(t.live) != 1:
                 verdict.stale_accepted += 1
-                verdict.problems.append(f"{eid} {tid}: commit by {holder} accepted, live {t.live}")
+                verdict.problems.append(f"{eid} {tid}: commit by {holder} accepted, live "
+                                        f"{sorted(t.live)}")
             t.commits.append((f["worker"], int(f["lease_gen"]), f.get("result", "")))
-            t.live = None
+            t.live = set()
         elif etype in RELEASES and "lease_gen" in f:
             if etype == "requeued":
                 verdict.requeued += 1
-            if t.live == (f.get("worker"), int(f["lease_gen"])):
-                t.live = None
+            if (f.get("worker"), int(f["lease_gen"])) in t.live:
+                t.live = set()  # a release ends the task's backup attempt too
         elif etype == "stale_rejected":
             verdict.rejected += 1
     return tasks
@@ -220,8 +236,12 @@ def invariants(nova, jobs: Sequence[str]) -> list[str]:
             if info.state == "leased":
                 leased_ids.add(info.task_id)
                 by_app[h["app"]] += 1
-                if not nova.redis.sismember(k.held(info.worker_id), info.task_id):
-                    problems.append(f"{info.task_id}: leased but not in held:{info.worker_id}")
+                holders = [info.worker_id] + ([info.backup["worker_id"]] if info.backup else [])
+                for wid in holders:
+                    if not nova.redis.sismember(k.held(wid), info.task_id):
+                        problems.append(f"{info.task_id}: leased but not in held:{wid}")
+            elif info.backup:
+                problems.append(f"{info.task_id}: state {info.state} with a backup attempt")
             in_pending = nova.redis.zscore(k.pending(h["app"]), info.task_id) is not None
             if in_pending != (info.state == "pending"):
                 problems.append(f"{info.task_id}: state {info.state}, in pending set {in_pending}")

@@ -1,0 +1,30 @@
+--[[ blame_others: task tid, just committed by worker wid, had failed on the workers of
+  `failed_on`: each other one whose current failure streak holds the task failed a task
+  that succeeds elsewhere, and is quarantined (quarantine_worker, its last error as the
+  reason) once that happened c.quarantine_after times in its streak. Weighs the first
+  MAX_LISTED ids. c: commit_argv's fields. ctx: as quarantine_worker's. Returns true if it
+  quarantined a worker.
+]]
+--- @include "in_list"
+--- @include "quarantine_worker"
+local function blame_others(ctx, tid, failed_on, wid, now, c)
+  local n, quarantined = 0, false
+  for u in string.gmatch(string.sub(failed_on, 1, MAX_OOM_BYTES), '[^,]+') do
+    n = n + 1
+    if n > MAX_LISTED then
+      break
+    end
+    local key = u ~= wid and is_name(u, 128) and (ctx.prefix .. 'worker:' .. u)
+    local w = key and redis.call('HMGET', key, 'streak_tids', 'blamed', 'quarantined', 'last_error')
+    if w and w[3] ~= '1' and in_list(w[1], tid) then
+      local blamed = (tonumber(w[2]) or 0) + 1
+      redis.call('HSET', key, 'blamed', blamed)
+      if blamed >= c.quarantine_after then
+        quarantine_worker(ctx, u, now, blamed .. ' failed tasks succeeded on other workers; last: '
+          .. (w[4] or ''), c.cooldown_ms)
+        quarantined = true
+      end
+    end
+  end
+  return quarantined
+end

@@ -1,0 +1,29 @@
+--[[ unfail_task: a task that failed for good returns to its app's queue at its old place
+  (its attempts were given back: refund_attempts); its job's counts move from failed to
+  pending, and a job this had finished runs again (it finishes, and is post-processed,
+  again). A cancelled job stays as it is. ctx fields used: prefix, failed, finished,
+  events, maxlen. Returns true if the task is pending again.
+]]
+--- @include "common"
+local function unfail_task(ctx, tid, now, attempts)
+  local job_id = job_of(tid)
+  local job_key = ctx.prefix .. 'job:' .. job_id
+  local j = redis.call('HMGET', job_key, 'app', 'state', 'priority', 'seq0')
+  if not is_name(j[1], 64) or j[2] == 'cancelled' then
+    return false
+  end
+  redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'pending')
+  redis.call('ZREM', ctx.failed, tid)
+  redis.call('ZADD', ctx.prefix .. 'pending:' .. j[1], task_score(j[3], j[4], tid), tid)
+  redis.call('HINCRBY', job_key, 'failed', -1)
+  redis.call('HINCRBY', job_key, 'pending', 1)
+  if j[2] == 'done' then
+    redis.call('HSET', job_key, 'state', 'running')
+    redis.call('HDEL', job_key, 'finished_ms')
+    redis.call('ZREM', ctx.finished, job_id)
+  end
+  emit(ctx, 'requeued', 'job', job_id, 'task', index_of(tid), 'worker', '', 'kind', 'refund',
+    'attempt', attempts, 'lease_gen', '0',
+    'error', 'attempts used by a quarantined worker were given back')
+  return true
+end

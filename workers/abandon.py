@@ -1,0 +1,121 @@
+"""Abandoning a running batch whose every lease is lost.
+
+A lease is lost while its app still runs when the task ran past its run-time limit (renew
+times it out) or a backup attempt on another worker committed first (renew says
+``superseded``). Its result is no longer wanted, so the worker stops the app and claims
+again: the heartbeat thread sends the main thread SIGUSR1, whose handler raises
+:class:`~nova_queue.workers.execute.TaskAbandoned` inside the app (between two Python
+bytecodes, or when a blocking call such as ``time.sleep`` is interrupted). An app stuck in
+native code does not see that; after ``NOVA_ABANDON_GRACE_S`` the worker hands its other
+leases back (deregister) and exits with :data:`EXIT_RESTART` (75) for its supervisor
+(compose's ``restart: unless-stopped``, a systemd unit with ``Restart=on-failure``,
+``nova-queue demo``) to start it again with a fresh device context. If even that cannot run
+(native code holding the GIL), faulthandler dumps every thread's stack and exits (code 1)
+:data:`HARD_EXIT_EXTRA_S` later.
+
+Only a worker that owns its process (the CLI calls :meth:`Abandoner.own_process`)
+interrupts or exits; one embedded in another program only drops the result when the app
+returns.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import redis
+
+from nova_queue.client import NovaClient
+from nova_queue.workers.execute import TaskAbandoned
+
+if TYPE_CHECKING:
+    from nova_queue.workers.execute import Executor
+    from nova_queue.workers.heartbeat import Heartbeat
+
+log = logging.getLogger(__name__)
+
+#: Exit code of a worker whose app did not stop after its batch was abandoned (EX_TEMPFAIL).
+EXIT_RESTART = 75
+#: After the grace, and this much more, faulthandler dumps the stacks and exits (code 1).
+HARD_EXIT_EXTRA_S = 30.0
+
+
+class Abandoner:
+    """Interrupts an executor's batch once all its leases are lost; exits if it hangs on."""
+
+    def __init__(self, client: NovaClient, grace_s: float, *,
+                 exit: Callable[[int], None] = os._exit):
+        self.client = client
+        self.grace_s = grace_s
+        self._exit = exit
+        self._owns_process = False
+        self._main_thread = threading.main_thread().ident or 0
+        self._worker_id = ""
+        self._heartbeat: Heartbeat | None = None
+        #: the (executor, batch number) being abandoned
+        self.target: tuple[Executor, int] | None = None
+
+    def bind(self, worker_id: str, heartbeat: Heartbeat) -> None:
+        """The worker's id and heartbeat, known once it is set up."""
+        self._worker_id, self._heartbeat = worker_id, heartbeat
+
+    def own_process(self) -> None:
+        """Called in the main thread of a worker that owns its process (the CLI): SIGUSR1
+        interrupts the app, and a hung app ends the process."""
+        signal.signal(signal.SIGUSR1, self._on_signal)
+        self._owns_process = True
+        self._main_thread = threading.get_ident()
+
+    def check(self, executor: Executor, lost: frozenset[str], reasons: Mapping[str, str]) -> None:
+        """Heartbeat thread: abandon ``executor``'s running batch if every lease is lost."""
+        running, seq = executor.running, executor.batch_seq
+        if not (executor.in_app and running and running <= lost):
+            return
+        if self.target == (executor, seq):
+            return  # already asked
+        why = ", ".join(sorted({reasons.get(t, "lost") for t in running}))
+        log.warning("abandoning the running batch (%s): %s", why, ", ".join(sorted(running)))
+        self.target = (executor, seq)
+        if not self._owns_process:
+            return
+        signal.pthread_kill(self._main_thread, signal.SIGUSR1)
+        faulthandler.dump_traceback_later(self.grace_s + HARD_EXIT_EXTRA_S, exit=True)
+        timer = threading.Timer(self.grace_s, self._exit_if_still_running, (executor, seq))
+        timer.daemon = True
+        timer.start()
+
+    def done(self) -> None:
+        """The main thread: the run returned, so no exit is pending."""
+        if self.target is not None:
+            self.target = None
+            if self._owns_process:
+                faulthandler.cancel_dump_traceback_later()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        target = self.target
+        if target is not None and target[0].in_app and target[0].batch_seq == target[1]:
+            raise TaskAbandoned()
+
+    def _exit_if_still_running(self, executor: Executor, seq: int) -> None:
+        """The app did not return after its batch was abandoned: hand the other leases back
+        and exit with EXIT_RESTART."""
+        if not (executor.in_app and executor.batch_seq == seq):
+            return
+        log.critical("the %s app did not stop within %.0f s of its task being abandoned; "
+                     "exiting with code %d so that the supervisor starts this worker again",
+                     executor.spec.name, self.grace_s, EXIT_RESTART)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        try:
+            released = self.client.deregister_worker(self._worker_id)
+            log.info("released %d lease(s) without using an attempt", released)
+        except redis.RedisError as exc:
+            log.warning("could not deregister (%s); leases expire on their own", exc)
+        logging.shutdown()
+        self._exit(EXIT_RESTART)
