@@ -62,6 +62,12 @@ class Settings:
     #: How long a quarantined worker waits before one probe task (doubling each time a probe
     #: fails too). Env ``NOVA_QUARANTINE_COOLDOWN_S``.
     quarantine_cooldown_s: float = 300.0
+    #: Whose share of the pool a job enqueued here uses (fair share between owners); empty:
+    #: the login name. Env ``NOVA_OWNER`` (``enqueue --owner``).
+    owner: str = ""
+    #: Half-life of the usage that fair share weighs (worker-seconds decay by half in this
+    #: time). Env ``NOVA_SHARE_HALF_LIFE_S``.
+    share_half_life_s: float = 3600.0
     #: How long a worker waits for its app to stop after abandoning a task (timed out, or
     #: another attempt committed first) before it exits with code 75 for its supervisor to
     #: restart it. Env ``NOVA_ABANDON_GRACE_S``.
@@ -133,6 +139,8 @@ class Settings:
                               "0.001 to 86400 s")
         if self.abandon_grace_s <= 0:
             raise ConfigError("abandon grace must be positive")
+        if not 1 <= self.share_half_life_s <= 365 * 86_400:
+            raise ConfigError("share half-life must be from 1 s to a year")
 
     @property
     def lease_ttl_ms(self) -> int:
@@ -141,6 +149,18 @@ class Settings:
     @property
     def heartbeat_interval_ms(self) -> int:
         return int(self.heartbeat_interval_s * 1000)
+
+    @property
+    def resolved_owner(self) -> str:
+        """The owner of jobs enqueued with these settings: ``owner``, else the login name."""
+        if self.owner:
+            return self.owner
+        import getpass
+
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "anonymous"
 
     @property
     def resolved_store_url(self) -> str:

@@ -203,7 +203,7 @@ class Executor:
             kind = self.runner.classify_error(exc)
             log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
             for lease in live:
-                self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}")
+                self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}", batch=len(live))
             return
         finally:
             self.in_app = False
@@ -214,7 +214,8 @@ class Executor:
             if isinstance(output, BaseException):
                 kind = self.runner.classify_error(output)
                 log.warning("%s: %s on %s: %s", self.spec.name, kind, lease.task_id, output)
-                self._fail(run, lease, kind, f"{type(output).__name__}: {output}")
+                self._fail(run, lease, kind, f"{type(output).__name__}: {output}",
+                           batch=len(live))
                 continue
             self._finish(run, lease, output, elapsed * lease.cost / total_cost, warm)
 
@@ -346,11 +347,11 @@ class Executor:
         except StoreError as exc:
             log.warning("could not delete orphan %s: %s", key, exc)
 
-    def _fail(self, run: _Run, lease: Lease, kind: str, message: str) -> None:
+    def _fail(self, run: _Run, lease: Lease, kind: str, message: str, *, batch: int = 1) -> None:
         self.heartbeat.drop(lease)
         run.outcome.failed += 1
         try:
-            self.client.fail(self.worker_id, lease, kind, message)
+            self.client.fail(self.worker_id, lease, kind, message, batch=batch)
         except StaleResultError as exc:
             log.info("failure report for %s not needed: %s", lease.task_id, exc)
         except redis.RedisError as exc:

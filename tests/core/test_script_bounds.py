@@ -326,7 +326,7 @@ def test_complete_and_fail_with_forged_fields(nova, meter):
                  k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events()]
     res, _ = assert_bounded(meter, lambda: call(nova, "fail", fail_keys, [
         nova.prefix, "w", a.task_id, a.lease_gen, a.attempt_id, "oom", "e" * 1_000_000, 1000,
-        5, 2000, 300_000]))
+        5, 2000, 300_000, 1]))
     assert res[0] == 0 and len(r.hget(k(nova).task(a.task_id), "error")) == limits.MAX_TEXT_BYTES
     assert len(r.hget(k(nova).task(a.task_id), "oom")) == 65_536  # past the cap: not grown
     r.hset(k(nova).worker("w"), mapping={"ema:synthetic": "nan", "tasks_done": "1e308"})

@@ -28,7 +28,8 @@ local function claim_tasks(K, a)
   -- everything this script reads of the worker, in one call
   local w = redis.call('HMGET', K.worker, 'last_claim', 'ema:' .. a.app, 'n:' .. a.app,
     'bench:' .. a.app, 'name', 'backend', 'host', 'claims', 'quarantined',
-    'quarantine_until_ms', 'probe_tid', 'quarantine_reason', 'cooldown_ms')
+    'quarantine_until_ms', 'probe_tid', 'quarantine_reason', 'cooldown_ms', 'labels',
+    'memory_total')
   if w[1] == a.attempt_ids[1] then
     local again = claim_again(a.prefix, K.held, a.attempt_ids)
     if again then
@@ -44,12 +45,12 @@ local function claim_tasks(K, a)
     a.k = 1 -- a probe: one task
   end
   local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
-    host = w[7] or '', claims = w[8] }
+    host = w[7] or '', claims = w[8], labels_raw = w[14], memory = w[15] }
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
     return claim_idle(ctx, K, a, me, probing, now)
   end
-  local s = scan_candidates(ctx, K, a, now)
+  local s = scan_candidates(ctx, K, a, me, now)
   if #s.tids == 0 then
     return claim_idle(ctx, K, a, me, probing, now, WAIT_MS.BLOCKED)
   end

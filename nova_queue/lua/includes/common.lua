@@ -36,6 +36,9 @@ local MAX_STREAK = 64              -- task ids of a worker's failure streak kept
 local MAX_TIMEOUT_MS = 604800000   -- a task's run-time limit (7 days)
 local MAX_COOLDOWN_MS = 86400000   -- a quarantine's cool-down (doubles per failed probe)
 local MAX_BACKUP_SCAN = 64         -- leases a claim looks at for a backup attempt
+local MAX_JOB_VISIT = 16           -- jobs a claim's candidate scan walks past
+local MAX_LABELS = 32              -- labels of a worker (placement.py mirrors it)
+local MAX_REQUIRES = 16            -- requirements of a job, and values of one
 local BACKUP_MIN_GAIN_MS = 1000    -- a backup must finish this much sooner ...
 local BACKUP_GAIN_SHARE = 0.5      -- ... and by this share of the running attempt's rest
 

@@ -24,7 +24,7 @@ local function create_job(K, a, n, now)
     'priority', int(f.priority), 'max_attempts', int(f.max_attempts), 'name', f.name,
     'created_ms', int(now), 'state', 'staging', 'total', int(f.total), 'staged', 0,
     'pending', 0, 'leased', 0, 'done', 0, 'failed', 0, 'cancelled', 0, 'seq0', int(seq0),
-    'timeout_s', f.timeout_s)
+    'timeout_s', f.timeout_s, 'requires', f.requires, 'owner', f.owner, 'model', f.model)
   if not a.publish then
     redis.call('ZADD', K.staging, now, a.job_id)
   end

@@ -5,6 +5,7 @@
   else finish_time_grant weighs the fastest_others that may take the head candidate (not
   those it failed or ran out of memory on).
 ]]
+--- @include "decode_list"
 --- @include "fastest_others"
 --- @include "finish_time_grant"
 --- @include "wait_hint"
@@ -29,7 +30,9 @@ local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now)
   end
   local head = s.tasks[1]
   local skip = (head[2] or head[8]) and ((head[2] or '') .. ',' .. (head[8] or ''))
-  local others = fastest_others(fleet_key, prefix, wid, c, now, skip)
+  local requires = decode_list(s.jobs[s.job][6], nil)
+  local others = fastest_others(fleet_key, prefix, wid, c, now, skip,
+    requires and #requires > 0 and requires or nil)
   local grant = finish_time_grant(others, t_w, costs, R)
   if grant == 0 then
     return 0, wait_hint(others)
