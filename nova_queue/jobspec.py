@@ -78,3 +78,14 @@ def check_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
         if not (isinstance(spec.cost, (int, float)) and MIN_COST <= spec.cost <= MAX_COST):
             raise errors.InputError(f"task {i}: cost must be a number from {MIN_COST:g} "
                                     f"to {MAX_COST:g}")
+
+
+def model_key_text(model: str) -> str:
+    """A model name or path as a job's ``model`` key (:data:`NAME_RE`): other characters
+    become ``_``; a longer one is cut and ends in a hash of the whole, so keys stay distinct."""
+    import hashlib
+
+    key = re.sub(r"[^A-Za-z0-9_.:@+/-]", "_", model.strip())
+    if len(key) > 128:
+        key = key[:111] + "~" + hashlib.sha256(model.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return key

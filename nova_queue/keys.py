@@ -194,6 +194,21 @@ class Keyspace:
     def app_fleet(self, app: str) -> str:
         return self._k("app", app, "fleet")
 
+    def app_warm(self, app: str) -> str:
+        return self._k("app", app, "warm")
+
+    def app_owners(self, app: str) -> str:
+        return self._k("app", app, "owners")
+
+    def app_owner_queue(self, app: str, owner: str) -> str:
+        return self._k("app", app, "owner", owner)
+
+    def usage(self) -> str:
+        return self._k("usage")
+
+    def shares(self) -> str:
+        return self._k("shares")
+
     # namespace-wide
     def meta(self) -> str:
         return self._k("meta")

@@ -249,6 +249,17 @@ class WorkerCalls:
         errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
         return FailResult(requeued=state == "pending", state=str(state))
 
+    def note_loaded(self, worker_id: str, app: str, model: str, load_s: float) -> int:
+        """The worker loaded ``model`` for ``app`` in ``load_s``: it holds it warm now (claims
+        prefer that model's jobs for it). Returns how many loads it did."""
+        k = self.keys
+        code, loads = self._call(
+            "loaded", [k.worker(worker_id), k.alive(), k.events()],
+            [self.prefix, worker_id, app, model, repr(max(0.0, min(float(load_s), MAX_RUN_S))),
+             self.settings.ema_alpha, self._maxlen])
+        errors.raise_for_code(int(code), detail="worker not registered")
+        return int(loads)
+
     def eligible_workers(self, app: str, requires: Sequence[Requirement] = ()) -> list[str]:
         """Ids of the live workers (heartbeat not expired) that serve ``app`` and whose
         labels meet ``requires``, sorted.

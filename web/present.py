@@ -179,6 +179,8 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                    f"{f.get('released', 0)} tasks released"),
     "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
                              "renewal window"),
+    "model_loaded": lambda f, who: (f"worker {who} loaded {f.get('model')} for "
+                                    f"{f.get('app')} in {f.get('load_s')} s"),
     "backup_started": lambda f, who: (f"{_task(f)}: {who} started a backup attempt "
                                       f"(gen {f.get('lease_gen')}) beside the running one"),
     "backup_won": lambda f, who: (f"{_task(f)}: the backup attempt on {who} committed first; "

@@ -23,7 +23,7 @@ import redis
 
 from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
-from nova_queue.errors import ObjectExistsError, StaleResultError, StoreError
+from nova_queue.errors import NovaError, ObjectExistsError, StaleResultError, StoreError
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
@@ -172,8 +172,19 @@ class Executor:
         if loaded:
             log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
             self.ran_once = False
+            self._note_loaded(params, load_s)
         for i in range(0, len(leases), size):
             self._run_batch(run, leases[i:i + size], params)
+
+    def _note_loaded(self, params: dict[str, Any], load_s: float) -> None:
+        """Say which model this worker now holds warm (claims prefer its jobs here)."""
+        model = self.spec.model_key(params)
+        if not model:
+            return
+        try:
+            self.client.note_loaded(self.worker_id, self.spec.name, model, load_s)
+        except (redis.RedisError, NovaError) as exc:
+            log.warning("could not record the load of %s (%s)", model, exc)
 
     def _run_batch(self, run: _Run, leases: list[Lease], params: dict[str, Any]) -> None:
         live = [lease for lease in leases if not self._lost(run, lease)]

@@ -17,6 +17,7 @@ from nova_queue.cli.wait import summary, wait_for_job
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
 from nova_queue.models import JobStatus
+from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
 from nova_queue.worker_calls import STAGING_ABANDONED_MS
 
@@ -38,6 +39,13 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
                    "attempt is used) and its late result is rejected.  [default: the larger "
                    "of NOVA_TASK_TIMEOUT_FLOOR_S (120) and NOVA_TASK_TIMEOUT_FACTOR (10) x "
                    "the claiming worker's predicted time]")
+@click.option("--require", "requires", multiple=True, metavar="REQ",
+              help="What a worker's labels must meet, repeatable: key=a,b (one of), key>=n, "
+                   "key<=n (e.g. --require backend=cuda,rocm --require memory_gb>=12). "
+                   "Workers' labels: nova-queue workers --json.")
+@click.option("--owner", default=None, envvar="NOVA_OWNER",
+              help="Whose share of the pool the job uses (fair share).  [default: "
+                   "NOVA_OWNER or the login name]")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Refuse prompt input larger than N bytes.  "
                    "[default: NOVA_MAX_PROMPT_BYTES or 67108864 (64 MiB)]")
@@ -50,8 +58,9 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
 @pass_ctx
 @handle_errors
 def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_attempts: int | None,
-            priority: int, name: str | None, timeout_s: float | None, max_bytes: int | None,
-            wait: bool, as_json: bool) -> None:
+            priority: int, name: str | None, timeout_s: float | None,
+            requires: tuple[str, ...], owner: str | None, max_bytes: int | None, wait: bool,
+            as_json: bool) -> None:
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
@@ -59,21 +68,23 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     rejected with its line number and nothing is enqueued. Prints the job id; warns on
     stderr when no live worker serves the app (the job waits until one joins).
     """
+    reqs = parse_requirements(requires)
     prompts = read_prompts(file, stdin=sys.stdin.buffer,
                            max_bytes=max_bytes or ctx.settings.max_prompt_bytes)
     application = load_app(app)
     parsed = application.parse_params(parse_pairs(params, "-p"))
     specs = application.make_tasks(prompts, parsed)
     client = ctx.client()
-    default_name = "stdin" if file == "-" else Path(file).name
     job_id = client.enqueue(app, specs, params=parsed, priority=priority,
-                            max_attempts=max_attempts, name=name or default_name,
-                            timeout_s=timeout_s)
+                            max_attempts=max_attempts,
+                            name=name or ("stdin" if file == "-" else Path(file).name),
+                            timeout_s=timeout_s, requires=reqs, owner=owner,
+                            model=application.model_key(parsed))
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
         click.echo(json.dumps({"job_id": job_id}))
-    note = no_worker_note(client, app)
+    note = no_worker_note(client, app, reqs)
     if note:
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
@@ -91,10 +102,14 @@ def follow(client, job_id: str, as_json: bool) -> None:
         sys.exit(1)
 
 
-def no_worker_note(client, app: str) -> str | None:
-    """Why a job of ``app`` cannot run right now (no live worker serves it), or None."""
-    if client.eligible_workers(app):
+def no_worker_note(client, app: str, requires=()) -> str | None:
+    """Why a job of ``app`` (with ``requires``) cannot run right now: no live worker serves
+    the app, or none that does meets the requirements; None if one can."""
+    if client.eligible_workers(app, requires):
         return None
+    if requires and client.eligible_workers(app):
+        return f"no live worker of app '{visible(app)}' fits: " + visible(
+            client.unmet_requirement(app, requires))
     live = client.live_apps()
     serving = ", ".join(f"{visible(a)} ×{n}" for a, n in live.items())
     who = f"live workers serve: {serving}" if live else "no worker is live"
@@ -124,7 +139,7 @@ def status(ctx: Context, job_id: str, as_json: bool) -> None:
             raise
         _show_staging(staging, client, as_json)
         return
-    eligible = len(client.eligible_workers(st.app))
+    eligible = len(client.eligible_workers(st.app, st.requires))
     if as_json:
         click.echo(safe_json({**st.to_json(), "eligible_workers": eligible}))
         return
@@ -133,7 +148,8 @@ def status(ctx: Context, job_id: str, as_json: bool) -> None:
     click.echo(f"  {st.total} tasks: {st.pending} pending, {st.leased} running, {st.done} done, "
                f"{st.failed} failed, {st.cancelled} cancelled")
     if not eligible and not st.finished and st.pending:
-        click.echo(f"  warning: {no_worker_note(client, st.app)}; its tasks wait until one joins")
+        click.echo(f"  warning: {no_worker_note(client, st.app, st.requires)}; its tasks wait "
+                   "until one joins")
     click.echo(f"  {'#':>5}  {'STATE':9} {'WORKER':20} {'BACKEND':7} {'ATT':>3} {'GEN':>3}  PROMPT")
     for t in st.tasks:
         who = t.worker_name or (f"(was {t.last_worker_id[:14]})" if t.last_worker_id else "-")
@@ -147,7 +163,8 @@ def _show_staging(st: JobStatus, client, as_json: bool) -> None:
     reaped_ms = st.created_ms + STAGING_ABANDONED_MS
     if as_json:
         click.echo(safe_json({**st.to_json(), "staged": st.staged, "reaped_after_ms": reaped_ms,
-                              "eligible_workers": len(client.eligible_workers(st.app))}))
+                              "eligible_workers": len(client.eligible_workers(st.app,
+                                                                              st.requires))}))
         return
     left_min = max(0, reaped_ms - client.server_time_ms()) / 60_000
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(reaped_ms / 1000))

@@ -175,6 +175,7 @@ def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     backups(nova)
     nova.set_quarantine("w3", True, reason="test")  # worker_quarantined
     nova.set_quarantine("w3", False)  # worker_released
+    nova.note_loaded("w3", "synthetic", "model-a", 1.5)  # model_loaded
 
     events = nova.events(count=10_000)
     assert {e.type for e in events} == set(EVENT_TYPES)

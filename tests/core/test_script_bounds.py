@@ -151,7 +151,7 @@ def test_python_limits_equal_the_lua_limits():
 
 def test_every_script_is_attacked_below():
     attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "renew", "complete",
-                "fail", "register", "deregister", "retry", "enqueue", "quarantine"}
+                "fail", "register", "deregister", "retry", "enqueue", "quarantine", "loaded"}
     assert set(script_sources()) == attacked
 
 

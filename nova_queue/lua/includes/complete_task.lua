@@ -14,6 +14,7 @@
 --- @include "settle_backup"
 --- @include "blame_others"
 --- @include "write_commit"
+--- @include "note_usage"
 local function complete_task(K, c)
   local bad = check_commit_ids(K, c)
   if bad then
@@ -37,7 +38,7 @@ local function complete_task(K, c)
   end
   local code, which = fence(t, wid, gen, c.attempt_id)
   local j = redis.call('HMGET', K.job, 'state', 'app', 'total', 'done', 'failed', 'cancelled',
-    'finished_ms', 'leased')
+    'finished_ms', 'leased', 'owner')
   if code == CODE.OK then
     bad = check_commit_report(c, job_id, index)
     if bad then
@@ -59,6 +60,7 @@ local function complete_task(K, c)
   end
   local done_n = write_commit(ctx, K, tid, j, c, now)
   record_run(ctx, K, wid, tid, app, t[9], run_s, warm, c.alpha, now)
+  note_usage(c.prefix, j[9] or '', run_s, now)
   emit(ctx, 'completed', 'job', job_id, 'task', index, 'worker', wid, 'lease_gen', gen,
     'run_s', num(run_s), 'warm', warm and '1' or '0', 'result', result_key)
   if t[10] and blame_others(ctx, tid, t[10], wid, now, c) then

@@ -2,7 +2,8 @@
   fields (job_fields) and the chunk against them, then writes the job hash in state
   'staging' with its block of the seq counter and, unless this call also publishes, its
   staging entry. K, a: enqueue-8's KEYS and ARGV by name.
-  Returns the job's {app, priority, total, seq0}, or nil and the reply refusing the call.
+  Returns the job's {app, priority, total, seq0, owner}, or nil and the reply refusing the
+  call.
 ]]
 --- @include "job_fields"
 local function create_job(K, a, n, now)
@@ -28,5 +29,5 @@ local function create_job(K, a, n, now)
   if not a.publish then
     redis.call('ZADD', K.staging, now, a.job_id)
   end
-  return { app = f.app, priority = f.priority, total = f.total, seq0 = seq0 }
+  return { app = f.app, priority = f.priority, total = f.total, seq0 = seq0, owner = f.owner }
 end

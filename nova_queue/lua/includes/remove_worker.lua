@@ -8,6 +8,7 @@
   Returns the number of leases released.
 ]]
 --- @include "release_attempt"
+--- @include "set_warm"
 local function remove_worker(ctx, wid, now, state, held_key)
   local worker_key = ctx.prefix .. 'worker:' .. wid
   held_key = held_key or (ctx.prefix .. 'held:' .. wid)
@@ -21,6 +22,7 @@ local function remove_worker(ctx, wid, now, state, held_key)
     end
     redis.call('SREM', ctx.prefix .. 'app:' .. app .. ':workers', wid)
     redis.call('ZREM', ctx.prefix .. 'app:' .. app .. ':fleet', wid)
+    set_warm(ctx.prefix, app, worker_key, redis.call('HGET', worker_key, 'warm:' .. app), '')
   end
   local lost = state == 'lost'
   local name = string.sub(w[2] or wid, 1, 200)

@@ -1,0 +1,13 @@
+--[[ note_usage: a committed run's worker-seconds count toward its job's owner's recent
+  usage (the usage hash: u:<owner> decayed by half every half_life_s, m:<owner> when it was
+  last brought up to date), which fair share weighs (owner_order).
+]]
+--- @include "common"
+local function note_usage(prefix, owner, run_s, now)
+  local key = prefix .. 'usage'
+  local u = redis.call('HMGET', key, 'u:' .. owner, 'm:' .. owner, 'half_life_s')
+  local half_ms = (num_in(u[3], 1, 1e9) or 3600) * 1000
+  local since = math.max(now - (num_in(u[2], 0, 1e15) or now), 0)
+  local used = (num_in(u[1], 0, 1e15) or 0) * 2 ^ (-since / half_ms) + run_s
+  redis.call('HSET', key, 'u:' .. owner, num(math.min(used, 1e15)), 'm:' .. owner, int(now))
+end
