@@ -65,9 +65,9 @@ class Settings:
     #: Whose share of the pool a job enqueued here uses (fair share between owners); empty:
     #: the login name. Env ``NOVA_OWNER`` (``enqueue --owner``).
     owner: str = ""
-    #: Half-life of the usage that fair share weighs (worker-seconds decay by half in this
-    #: time). Env ``NOVA_SHARE_HALF_LIFE_S``.
-    share_half_life_s: float = 3600.0
+    #: Owner of the jobs the web gallery's form submits (its web token is one user's).
+    #: Env ``NOVA_WEB_OWNER``.
+    web_owner: str = "web"
     #: How long a worker waits for its app to stop after abandoning a task (timed out, or
     #: another attempt committed first) before it exits with code 75 for its supervisor to
     #: restart it. Env ``NOVA_ABANDON_GRACE_S``.
@@ -139,8 +139,7 @@ class Settings:
                               "0.001 to 86400 s")
         if self.abandon_grace_s <= 0:
             raise ConfigError("abandon grace must be positive")
-        if not 1 <= self.share_half_life_s <= 365 * 86_400:
-            raise ConfigError("share half-life must be from 1 s to a year")
+
 
     @property
     def lease_ttl_ms(self) -> int:

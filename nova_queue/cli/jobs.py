@@ -6,9 +6,11 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
+from nova_queue.apps.base import AppSpec
 from nova_queue.apps.registry import load_app
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import parse_pairs
@@ -16,12 +18,13 @@ from nova_queue.cli.text import safe_json, short, visible
 from nova_queue.cli.wait import summary, wait_for_job
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
-from nova_queue.models import JobStatus
+from nova_queue.models import JobStatus, TaskSpec
 from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
 from nova_queue.worker_calls import STAGING_ABANDONED_MS
 
 
+# long: one decorator per option of the command (its body is 23 lines)
 @click.command()
 @click.argument("file", metavar="FILE|-")
 @click.option("--app", default="txt2img", show_default=True, envvar="NOVA_APP",
@@ -64,22 +67,17 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
-    FILE must be a regular file of at most --max-bytes. A file that cannot be used is
-    rejected with its line number and nothing is enqueued. Prints the job id; warns on
-    stderr when no live worker serves the app (the job waits until one joins).
+    FILE must be a regular file of at most --max-bytes; one that cannot be used is rejected
+    with its line number and nothing is enqueued. Prints the job id; warns on stderr when
+    no live worker serves the app or meets --require (the job waits until one joins).
     """
     reqs = parse_requirements(requires)
-    prompts = read_prompts(file, stdin=sys.stdin.buffer,
-                           max_bytes=max_bytes or ctx.settings.max_prompt_bytes)
-    application = load_app(app)
-    parsed = application.parse_params(parse_pairs(params, "-p"))
-    specs = application.make_tasks(prompts, parsed)
+    application, parsed, specs = job_tasks(ctx, file, app, params, max_bytes)
     client = ctx.client()
-    job_id = client.enqueue(app, specs, params=parsed, priority=priority,
-                            max_attempts=max_attempts,
-                            name=name or ("stdin" if file == "-" else Path(file).name),
-                            timeout_s=timeout_s, requires=reqs, owner=owner,
-                            model=application.model_key(parsed))
+    job_id = client.enqueue(
+        app, specs, params=parsed, priority=priority, max_attempts=max_attempts,
+        name=name or ("stdin" if file == "-" else Path(file).name), timeout_s=timeout_s,
+        requires=reqs, owner=owner, model=application.model_key(parsed))
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
@@ -89,6 +87,16 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)
+
+
+def job_tasks(ctx: Context, file: str, app: str, params: tuple[str, ...],
+              max_bytes: int | None) -> tuple[AppSpec, dict[str, Any], list[TaskSpec]]:
+    """The app, its parsed params and the tasks of FILE's prompts (nothing sent yet)."""
+    prompts = read_prompts(file, stdin=sys.stdin.buffer,
+                           max_bytes=max_bytes or ctx.settings.max_prompt_bytes)
+    application = load_app(app)
+    parsed = application.parse_params(parse_pairs(params, "-p"))
+    return application, parsed, application.make_tasks(prompts, parsed)
 
 
 def follow(client, job_id: str, as_json: bool) -> None:
