@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import report_placement
 from benchlib import median
 from optimum import optimal_makespan
 
@@ -61,6 +62,9 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         c and c["enqueue_100k_s"] < 1)
     add("≤ 300 B of Redis memory per task beyond its payload", c,
         c and f"{c['redis_bytes_per_task']:.0f} B", c and c["redis_bytes_per_task"] <= 300)
+    p = res.get("placement")
+    for name, measured, met in report_placement.targets(p):
+        add(name, p, measured, met)
     return rows
 
 
@@ -374,7 +378,7 @@ def markdown(res: dict[str, Any]) -> str:
             "python benchmarks/ab.py HEAD~3                            # a revision vs the tree",
             "```", "", rerun, ""]
     for key, fn in (("scheduling", _scheduling), ("throughput", _throughput), ("scale", _scale),
-                    ("recovery", _recovery)):
+                    ("recovery", _recovery), ("placement", report_placement.section)):
         if key in res:
             out += fn(res[key])
     out += _where_time_goes(res)

@@ -63,7 +63,8 @@ Fields and members:
   worker_name backend host deadline_ms claimed_ms predicted_s run_deadline_ms``; a backup
   attempt the same names prefixed ``b_`` (``b_worker b_lease_gen b_attempt_id ...``) and
   ``backups gen_top``; at commit ``result finished_ms run_s warm cold_s meta
-  won_by_backup``; on failure ``error error_kind last_worker oom`` (comma-separated worker
+  won_by_backup``; ``charged`` (the predicted time fair share charged its owner at claim);
+  on failure ``error error_kind last_worker oom`` (comma-separated worker
   ids that ran out of memory on it) ``oom_memory oom_batch`` (the largest device memory and
   the smallest batch it did so with) ``failed_on`` (worker ids it failed or timed out on).
   A task id is ``<job>:<index>``.

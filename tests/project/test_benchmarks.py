@@ -145,7 +145,7 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     # every target, as the report computes it, is in the document's table
     monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
     targets = _load("report").targets(res)
-    assert len(targets) == 12  # the saved run predates the gray-failure scenarios: not run
+    assert len(targets) == 16  # the saved run predates gray failures and placement: not run
     assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]
     for t in targets:
         assert f"| {t['target']} | {t['measured']} |" in text

@@ -18,19 +18,26 @@ local function owner_jobs(ctx, K, a, me, s, now)
   end
   local owners = n <= 32 and redis.call('SMEMBERS', owners_key)
     or redis.call('SRANDMEMBER', owners_key, 32)
+  s.fair = true -- write_leases charges the owners for what they get now
   for _, owner in ipairs(owner_order(ctx.prefix, owners, now)) do
     local queue = ctx.prefix .. 'app:' .. a.app .. ':owner:' .. owner
-    local jobs = {}
-    for _, job_id in ipairs(redis.call('ZRANGE', queue, 0, 7)) do
-      if is_job_id(job_id) then
-        jobs[#jobs + 1] = { job_id, consider_job(ctx, s, job_id) }
-      else
+    local ids, jobs = redis.call('ZRANGE', queue, 0, 7), {}
+    for i, job_id in ipairs(ids) do
+      if not is_job_id(job_id) then
         redis.call('ZREM', queue, job_id)
+      elseif i == 1 or jobs.models then -- the rest are read only when models matter
+        local j = consider_job(ctx, s, job_id)
+        jobs[#jobs + 1] = { job_id, j }
+        jobs.models = jobs.models or (i == 1 and j[10] and j[10] ~= '')
+      else
+        jobs[#jobs + 1] = { job_id, false }
       end
     end
+    if jobs.models then
+      jobs = prefer_model(ctx.prefix, a.app, me, jobs)
+    end
     -- all taken for now (a requeue puts a job back), or gone
-    local empty = take_jobs(ctx, K, a, me, s, #jobs > 0 and prefer_model(ctx.prefix, a.app, me,
-      jobs) or jobs, now)
+    local empty = take_jobs(ctx, K, a, me, s, jobs, now)
     if #empty > 0 then
       redis.call('ZREM', queue, unpack(empty))
     end
