@@ -4,8 +4,9 @@ A caller may send any ARGV, and the worker role may write fields by hand (HSET, 
 so no script may loop over a count, size or index it was given: each is bounded by the data
 actually present and by a fixed cap per call (``lua/includes/common.lua``). Each attack here
 runs on a private redis-server, measured by Redis itself: the number of commands the script
-ran (``INFO commandstats``) and the CPU time the server spent on the call (``INFO cpu``). Before the bounds, the first attack
-(a job's ``total`` forged to 10**12, then ``cancel``) held Redis for days.
+ran (``INFO commandstats``) and the CPU time the server spent on the call (``INFO cpu``).
+Before the bounds, the first attack (a job's ``total`` forged to 10**12, then ``cancel``)
+held Redis for days.
 """
 
 from __future__ import annotations
