@@ -26,7 +26,7 @@ from typing import Any
 
 from benchlib import log, median
 from fleet import Proc, start_nova_worker, stop_all
-from throughput import evalsha_stats, redis_cpu_s
+from throughput import evalsha_stats, redis_cost, redis_cpu_s
 
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.keys import result_key
@@ -193,9 +193,23 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool,
     else:
         out["warm"] = None
         log("placement: warm models skipped (torch and diffusers are not installed)")
-    costs = [claim_cost(server, n_calls=500 if quick else 2000)
-             for _ in range(repeats or (1 if quick else 3))]
+    # side by side in each repeat: the fair-share claim, the one-owner deep-queue claim and
+    # the policy scan, all with 100 workers (a busy machine moves all three together)
+    costs = []
+    for _ in range(repeats or (1 if quick else 3)):
+        c = claim_cost(server, n_calls=500 if quick else 2000)
+        base = redis_cost(server, 100, 500 if quick else 2000)
+        c["plain_claim"], c["policy_scan"] = base["claim"], base["claim_wait"]
+        costs.append(c)
     out["cost"] = costs[-1]
     out["fair_claim_us"] = median([c["fair_claim"]["usec_per_call"] for c in costs])
-    log(f"placement: claim with 100 workers, 50 jobs, 10 owners: {out['fair_claim_us']:.0f} us")
+    out["plain_claim_us"] = median([c["plain_claim"]["usec_per_call"] for c in costs])
+    out["policy_scan_us"] = median([c["policy_scan"]["usec_per_call"] for c in costs])
+    out["fair_over_plain"] = median([c["fair_claim"]["usec_per_call"]
+                                     / c["plain_claim"]["usec_per_call"] for c in costs])
+    out["fair_over_scan"] = median([c["fair_claim"]["usec_per_call"]
+                                    / c["policy_scan"]["usec_per_call"] for c in costs])
+    log(f"placement: claim with 100 workers, 50 jobs, 10 owners: {out['fair_claim_us']:.0f} us"
+        f" (one owner {out['plain_claim_us']:.0f} us, policy scan {out['policy_scan_us']:.0f}"
+        f" us; fair / one owner {out['fair_over_plain']:.2f})")
     return out
