@@ -165,8 +165,11 @@ def _gray(s: dict[str, Any]) -> list[str]:
     rows = []
     for scenario in ("throttle", "blackhole", "hang"):
         runs = [r for r in g["runs"] if r["scenario"] == scenario]
-        extra = {"throttle": "", "blackhole": f"failed tasks {max(r['failed_tasks'] for r in runs)}",
-                 "hang": f"recovery {max(r['recovery_s'] for r in runs):.2f} s"}[scenario]
+        extra = ""
+        if scenario == "blackhole":
+            extra = f"failed tasks {max(r['failed_tasks'] for r in runs)}"
+        elif scenario == "hang":
+            extra = f"recovery {max(r['recovery_s'] for r in runs):.2f} s"
         rows.append([scenario, str(len(runs)), _f(median([r["makespan_s"] for r in runs])),
                      _f(median([r["optimum_s"] for r in runs])),
                      _f(median([r["makespan_over_optimum"] for r in runs]), ".3f"),
