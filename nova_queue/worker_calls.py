@@ -105,7 +105,7 @@ class WorkerCalls:
         bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
                                  for a, b in (bench or {}).items()})
         _, rejoined = self._call(
-            "register", [k.worker(worker_id), k.workers(), k.alive(), k.events()],
+            "register", [k.worker(worker_id), k.workers(), k.alive(), k.events(), k.meta()],
             [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,
              json.dumps(clean), ",".join(app_list), bench_json])
         return bool(int(rejoined))
@@ -116,7 +116,7 @@ class WorkerCalls:
         code, released = self._call(
             "deregister",
             [k.worker(worker_id), k.held(worker_id), k.leases(), k.alive(), k.inflight(),
-             k.failed(), k.finished(), k.events()],
+             k.failed(), k.finished(), k.events(), k.meta()],
             [self.prefix, worker_id, self._maxlen])
         return int(released) if code == 0 else 0
 

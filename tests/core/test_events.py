@@ -8,7 +8,7 @@ import re
 from importlib import resources
 
 import pytest
-from novatests.seed import expire_worker
+from novatests.seed import departed_long_ago, expire_worker
 
 from nova_queue import TaskSpec
 from nova_queue.errors import JobCancelledError
@@ -175,6 +175,9 @@ def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     backups(nova)
     nova.set_quarantine("w3", True, reason="test")  # worker_quarantined
     nova.set_quarantine("w3", False)  # worker_released
+    assert nova.purge(job) == 3  # job_expired
+    departed_long_ago(nova, "w2")
+    assert nova.expire()["workers"] == 1  # worker_forgotten
 
     events = nova.events(count=10_000)
     assert {e.type for e in events} == set(EVENT_TYPES)
