@@ -285,7 +285,8 @@ class WorkerCalls:
             raise errors.InputError(f"cool-down must be from 0.001 to {MAX_COOLDOWN_S} s")
         k = self.keys
         code, state = self._call(
-            "quarantine", [k.worker(worker_id), k.alive(), k.failed(), k.finished(), k.events()],
+            "quarantine", [k.worker(worker_id), k.alive(), k.failed(), k.finished(), k.events(),
+                           k.meta()],
             [self.prefix, worker_id, "quarantine" if quarantined else "release",
              reason[:500], int(cooldown * 1000), self._maxlen])
         errors.raise_for_code(int(code), detail=str(state))

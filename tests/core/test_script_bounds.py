@@ -448,7 +448,7 @@ def test_quarantine_blame_and_refunds_with_forged_lists(nova, meter):
         r.hset(k(nova).worker(f"v{i}"), mapping={"id": f"v{i}", "streak_tids": f"{job}:0"})
     r.hset(k(nova).worker("w"), mapping={"streak_tids": forged_tids, "apps": "synthetic," * 10_000})
     keys = [k(nova).worker("w"), k(nova).alive(), k(nova).failed(), k(nova).finished(),
-            k(nova).events()]
+            k(nova).events(), k(nova).meta()]
     res, _ = assert_bounded(meter, lambda: call(nova, "quarantine", keys, [
         nova.prefix, "w", "quarantine", "x" * 1_000_000, BIG, 1000]), expect_bad=True)
     res, _ = assert_bounded(meter, lambda: call(nova, "quarantine", keys, [

@@ -43,6 +43,6 @@ local function job_fields(text, prefix, pending_key)
     return nil, 'timeout_s must be a number of seconds from 0.001 to ' .. MAX_TIMEOUT_MS / 1000
   end
   return { app = f.app, params = f.params or '{}', priority = priority,
-  total, name, timeout_s ('' when the run-time limit derives from predictions),
-  retention_s}, or nil and what is wrong.
+    max_attempts = max_attempts, total = total, name = f.name or '',
+    timeout_s = timeout_s and num(timeout_s) or '', retention_s = retention_s }
 end
