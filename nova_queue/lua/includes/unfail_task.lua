@@ -1,8 +1,9 @@
 --[[ unfail_task: a task that failed for good returns to its app's queue at its old place
   (its attempts were given back: refund_attempts); its job's counts move from failed to
   pending, and a job this had finished runs again (it finishes, and is post-processed,
-  again). A cancelled job stays as it is, and so does one being deleted (expired). ctx fields used: prefix, failed, finished,
-  events, maxlen. Returns true if the task is pending again.
+  again). A cancelled job stays as it is, and so does one being deleted (expired). ctx
+  fields used: prefix, failed, finished, events, maxlen. Returns true if the task is pending
+  again.
 ]]
 --- @include "common"
 local function unfail_task(ctx, tid, now, attempts)
