@@ -208,7 +208,7 @@ class NovaClient(WorkerCalls, RetentionCalls):
             raise errors.JobNotFoundError(f"unknown job {job_id!r}")
         app = self.redis.hget(self.keys.job(job_id), "app")
         if app is None:
-            raise errors.JobNotFoundError(f"unknown job {job_id}")
+            raise self.missing_job(job_id)
         k = self.keys
         cursor = "0"
         while cursor != "-1":

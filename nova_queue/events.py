@@ -88,6 +88,9 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
               "in the store unless purged"),
     EventType("worker_forgotten", ("worker",),
               "a worker that left or was lost one retention ago was deleted from Redis"),
+    EventType("repaired", ("op", "target", "what"),
+              "``nova-queue doctor --repair`` fixed ``target`` (a task, job, app, worker or "
+              "set member; ``op`` the check): ``what`` it did"),
     EventType("grace", ("gap_ms", "until_ms"),
               "no script ran for ``gap_ms`` (Redis was unreachable): nothing is reaped until "
               "``until_ms``, so lease holders can renew first"),

@@ -23,23 +23,23 @@ key                                     type     TTL  written by         read by
 ======================================  =======  ===  =================  ========
 nova:{ns}:job:<job>                     hash     -    E C K F P X T Y O  C U B Q
 nova:{ns}:task:<job>:<index>            hash     -    E C R K F P X T A  U B Q
-nova:{ns}:jobs                          zset     -    E Y                U B
-nova:{ns}:staging                       zset     -    E A P              P
+nova:{ns}:jobs                          zset     -    E Y O              U B
+nova:{ns}:staging                       zset     -    E A P O            P
 nova:{ns}:stage:<job>                   zset     -    E A                E
-nova:{ns}:pending:<app>                 zset     -    E C F P X T        C B M
-nova:{ns}:leases                        zset     -    C R K F P          P M
-nova:{ns}:inflight                      hash     -    C K F P            C M
+nova:{ns}:pending:<app>                 zset     -    E C F P X T O      C B M
+nova:{ns}:leases                        zset     -    C R K F P O        P M
+nova:{ns}:inflight                      hash     -    C K F P O          C M
 nova:{ns}:seq                           string   -    E                  E
 nova:{ns}:apps                          set      -    E                  B M
-nova:{ns}:failed                        zset     -    F P T Y            B
+nova:{ns}:failed                        zset     -    F P T Y O          B
 nova:{ns}:finished                      zset     -    K F P X Y          Q
 nova:{ns}:expiring                      zset     -    K F P X C O Y      Y
 nova:{ns}:expired                       zset     -    Y                  U B
-nova:{ns}:workers                       zset     -    G P Y              U B M
-nova:{ns}:departed                      zset     -    P D                Y
+nova:{ns}:workers                       zset     -    G P Y O            U B M
+nova:{ns}:departed                      zset     -    P D Y O            Y
 nova:{ns}:alive                         zset     -    G R P D            C P
-nova:{ns}:worker:<wid>                  hash     -    G C R K F P D      C U B M
-nova:{ns}:held:<wid>                    set      -    C K F P D          C P D
+nova:{ns}:worker:<wid>                  hash     -    G C R K F P D Y    C U B M
+nova:{ns}:held:<wid>                    set      -    C K F P D Y O      C P D
 nova:{ns}:app:<app>:workers             set      -    G P D              B
 nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
 nova:{ns}:meta                          hash     -    all scripts        all scripts U B

@@ -147,6 +147,16 @@ class Scripts:
         which may only ``EVALSHA``); returns ``{command: sha}``."""
         return {name: client.script_load(script.script) for name, script in self._scripts.items()}
 
+    def shas(self) -> dict[str, str]:
+        """``{command: sha}`` of every command (what ``SCRIPT EXISTS`` asks about)."""
+        return {name: script.sha for name, script in self._scripts.items()}
+
+    def queue(self, pipe: Any, name: str, keys: list[str], args: list[Any]) -> None:
+        """Queue command ``name`` on a redis-py pipeline; its reply comes with ``execute``."""
+        if len(keys) != self._numkeys[name]:
+            raise ValueError(f"{name} takes {self._numkeys[name]} keys, got {len(keys)}")
+        self._scripts[name](keys=keys, args=args, client=pipe)
+
     def call(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run command ``name``; ``keys`` must be exactly as many as its file name says."""
         if len(keys) != self._numkeys[name]:

@@ -180,6 +180,7 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
     "job_expired": lambda f, who: (f"job {f.get('job')} expired from Redis ({f.get('why')}): "
                                    f"{f.get('tasks')} tasks deleted"),
     "worker_forgotten": lambda f, who: f"worker {who} forgotten (gone for a retention)",
+    "repaired": lambda f, who: f"doctor repaired {f.get('target')} ({f.get('op')}): {f.get('what')}",
     "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
                              "renewal window"),
     "backup_started": lambda f, who: (f"{_task(f)}: {who} started a backup attempt "

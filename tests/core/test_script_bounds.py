@@ -152,7 +152,7 @@ def test_python_limits_equal_the_lua_limits():
 def test_every_script_is_attacked_below():
     attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "renew", "complete",
                 "fail", "register", "deregister", "retry", "enqueue", "quarantine",
-                "expire", "purge"}
+                "expire", "purge", "repair"}
     assert set(script_sources()) == attacked
 
 
@@ -552,3 +552,33 @@ def test_purge_of_a_huge_job_deletes_a_chunk_per_call(nova, meter):
     assert calls == 3 and not r.exists(k(nova).job(job))
     assert_bounded(meter, lambda: call(nova, "purge", keys, [nova.prefix, job, BIG, 1000]),
                    expect_bad=True)
+
+
+def test_repair_with_a_huge_job_and_lease_set(nova, meter):
+    """doctor's repair script: a recount visits MAX_VISIT tasks per call, inflight is counted
+    only over a lease set of at most MAX_VISIT members, forged ARGV is refused."""
+    r = nova.redis
+    job = nova.enqueue("synthetic", [TaskSpec("t", 1.0)] * 5_000)
+    keys = [k(nova).leases(), k(nova).inflight(), k(nova).failed(), k(nova).finished(),
+            k(nova).jobs(), k(nova).staging(), k(nova).expiring(), k(nova).departed(),
+            k(nova).alive(), k(nova).workers(), k(nova).meta(), k(nova).events()]
+    head = [nova.prefix, 1000, "fix"]
+    r.hset(k(nova).job(job), mapping={"total": BIG, "pending": BIG})
+    nxt, counts, calls = 0, [0] * 5, 0
+    while nxt >= 0:
+        res, _ = assert_bounded(meter, lambda n=nxt, c=counts: call(
+            nova, "repair", keys, [*head, "recount", job, n, *c]), expect_bad=False)
+        nxt, counts, calls = int(res[2]), res[3:8], calls + 1
+    assert calls == 3 and r.hget(k(nova).job(job), "pending") == "5000"
+    fill_zset(r, k(nova).leases(), limits.MAX_VISIT, lambda i: f"{job}:{i}", lambda i: 1)
+    res, _ = assert_bounded(meter, lambda: call(nova, "repair", keys,
+                                                [*head, "inflight", "synthetic"]))
+    assert res[1] == ""  # those tasks are pending, not leased: inflight stays 0
+    fill_zset(r, k(nova).leases(), HUGE_SET, lambda i: f"x{i}:0", lambda i: 1)
+    res, _ = assert_bounded(meter, lambda: call(nova, "repair", keys,
+                                                [*head, "inflight", "synthetic"]))
+    assert res[1].startswith("not counted")
+    for bad in (["recount", job, -1, 0, 0, 0, 0, 0], ["recount", job, 0, BIG, 0, 0, 0, 0],
+                ["member", "held", "w", "x" * 100_000], ["nope", job], ["task", "no id"]):
+        assert_bounded(meter, lambda b=bad: call(nova, "repair", keys, [*head, *b]),
+                       expect_bad=True)
