@@ -5,20 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Sequence
 from typing import Any
 
-from nova_queue import errors
-from nova_queue.keys import APP_NAME_RE, JOB_ID_RE, split_task_id
-from nova_queue.limits import (
-    DEFAULT_RETENTION_S,
-    MAX_ATTEMPTS,
-    MAX_COST,
-    MAX_INPUT_BYTES,
-    MAX_JOB_TASKS,
-    MAX_RETENTION_S,
-    MIN_COST,
-)
+from nova_queue.keys import split_task_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,33 +16,6 @@ class TaskSpec:
 
     input: str
     cost: float = 1.0
-
-
-def check_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
-              max_attempts: int, retention_s: int = DEFAULT_RETENTION_S) -> None:
-    """Raise InputError unless these are a job ``enqueue`` accepts (as its script checks)."""
-    if not APP_NAME_RE.match(app):
-        raise errors.InputError(f"invalid app name {app!r}")
-    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
-        raise errors.InputError(f"invalid job id {job_id!r}: use letters, digits, _ and -")
-    if not tasks:
-        raise errors.InputError("a job needs at least one task")
-    if len(tasks) > MAX_JOB_TASKS:
-        raise errors.InputError(f"a job has at most {MAX_JOB_TASKS} tasks")
-    if not isinstance(priority, int) or not -1000 <= priority <= 1000:
-        raise errors.InputError("priority must be an integer from -1000 to 1000")
-    if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
-        raise errors.InputError(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS}")
-    if not isinstance(retention_s, int) or not 0 <= retention_s <= MAX_RETENTION_S:
-        raise errors.InputError(f"retention must be an integer from 0 to {MAX_RETENTION_S} s")
-    for i, spec in enumerate(tasks):
-        if not isinstance(spec.input, str):
-            raise errors.InputError(f"task {i}: input must be a string")
-        if len(spec.input.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-            raise errors.InputError(f"task {i}: input longer than {MAX_INPUT_BYTES} bytes")
-        if not (isinstance(spec.cost, (int, float)) and MIN_COST <= spec.cost <= MAX_COST):
-            raise errors.InputError(f"task {i}: cost must be a number from {MIN_COST:g} "
-                                    f"to {MAX_COST:g}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -123,8 +123,9 @@ class RetentionCalls:
             start += page
 
     def is_expired(self, job_id: str) -> bool:
-        """Whether the job's Redis data expired or was purged (or is being deleted)."""
-        return (self.redis.zscore(self.keys.expired(), job_id) is not None
+        """Whether the job's Redis data expired or was purged (or is being deleted). ZMSCORE
+        and HGET: commands of the read-only gallery role (docs/SECURITY.md)."""
+        return (self.redis.zmscore(self.keys.expired(), [job_id])[0] is not None
                 or self.redis.hget(self.keys.job(job_id), "state") == "expired")
 
     def missing_job(self, job_id: str) -> errors.JobNotFoundError:

@@ -121,12 +121,11 @@ class Worker:
         """Redis, backend, identity, apps, startup benchmark, registration, heartbeat."""
         from nova_queue.stores import open_store
 
-        # Redis first: bad credentials fail before minutes of model loading and benchmark
+        # Redis and its protocol first: bad credentials or releases fail before minutes of set-up
         if not wait_for_redis(self.client.redis.ping, self.settings.redis_url,
                               self.stop_event):
             raise WorkerShutdown()
-        # and the namespace's protocol, before minutes of set-up (register checks it again)
-        protocol.check(self.client.redis, self.client.keys)
+        protocol.check(self.client.redis, self.client.keys)  # register checks it again
         self.info = detect_backend(self.options.backend)
         node = load_or_create_node(Path(self.settings.home), self.options.name)
         self.worker_id = new_worker_id(node)

@@ -71,16 +71,14 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     parsed = application.parse_params(parse_pairs(params, "-p"))
     specs = application.make_tasks(prompts, parsed)
     client = ctx.client()
-    default_name = "stdin" if file == "-" else Path(file).name
     job_id = client.enqueue(app, specs, params=parsed, priority=priority,
-                            max_attempts=max_attempts, name=name or default_name,
-                            timeout_s=timeout_s, retention_s=retention_s)
+                            max_attempts=max_attempts, timeout_s=timeout_s, retention_s=retention_s,
+                            name=name or ("stdin" if file == "-" else Path(file).name))
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
         click.echo(json.dumps({"job_id": job_id}))
-    note = no_worker_note(client, app)
-    if note:
+    if note := no_worker_note(client, app):
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)
