@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewhere
     sys.path.insert(0, str(HERE))
 
-SECTIONS = ("scheduling", "throughput", "scale", "recovery")
+SECTIONS = ("scheduling", "throughput", "scale", "recovery", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import recovery
     import scale
     import scheduling
+    import soak
     import throughput
     from benchlib import load_avg, log, machine_info, start_redis
 
@@ -82,6 +83,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "recovery" in sections:
             results["recovery"] = recovery.run_section(server, folder, quick=args.quick,
                                                        repeats=args.repeats)
+        if "soak" in sections:  # on a redis-server of its own: its memory is the measure
+            results["soak"] = soak.run_section(folder, quick=args.quick)
     finally:
         server.close()
         if args.keep:
