@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import soak
 from benchlib import median
 from optimum import optimal_makespan
 
@@ -384,7 +383,7 @@ def markdown(res: dict[str, Any]) -> str:
             "python benchmarks/ab.py HEAD~3                            # a revision vs the tree",
             "```", "", rerun, ""]
     for key, fn in (("scheduling", _scheduling), ("throughput", _throughput), ("scale", _scale),
-                    ("recovery", _recovery), ("soak", lambda k: soak.markdown(k, _table))):
+                    ("recovery", _recovery)):
         if key in res:
             out += fn(res[key])
     out += _where_time_goes(res)

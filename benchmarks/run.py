@@ -118,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
         doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
                        encoding="utf-8")
+        if "soak" in results:  # its own block, kept when a later run has no soak
+            import soak
+
+            soak.write_doc(results["soak"], args.docs)
         log(f"docs: {args.docs / 'BENCHMARKS.md'}, {', '.join(p.name for p in written)}")
     if not (args.json or args.docs):
         log("no files written (--json OUT keeps the numbers, --docs DIR the report)")

@@ -3,15 +3,31 @@ a short retention, real worker processes, and Redis's ``used_memory`` and key co
 over time. After a warm-up (jobs start expiring as fast as new ones arrive, the event stream
 reaches its MAXLEN) memory must stay flat: ``memory_growth_after_warmup_pct`` is the growth
 from the end of the warm-up to the end (target ≤ 5 %), with the throughput held meanwhile.
+
+``benchmarks/run.py --only soak`` runs it with the rest; on its own::
+
+    python benchmarks/soak.py --json soak.json --doc docs   # 8 min; docs/BENCHMARKS.md's block
+    python benchmarks/soak.py --from-json soak.json --doc docs
+
+Its section of docs/BENCHMARKS.md is a kept block (``<!-- keep:soak -->``), rewritten by
+whichever of the two ran a soak last, and its plot ``bench-soak.png``.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # sibling modules, when run as a script
+    sys.path.insert(0, str(HERE))
 
 from benchlib import log, start_redis
 from fleet import start_nova_worker, stop_all
@@ -151,3 +167,41 @@ def markdown(k: dict[str, Any], table: Callable[[list[str], list[list[str]]], li
              f"{k['tasks_per_s_second_half']:.1f} in its second; offered "
              f"{k['offered_tasks_per_s']:g}); {k['backlog_end']} tasks pending at the end."),
             "", "![Redis memory and keys over the soak](bench-soak.png)", ""]
+
+
+def write_doc(k: dict[str, Any], folder: Path) -> None:
+    """The soak's block of ``folder/BENCHMARKS.md`` and its plot."""
+    import plots
+    import report
+    from docsection import put_block
+
+    folder.mkdir(parents=True, exist_ok=True)
+    plots.soak_plot(k, folder / "bench-soak.png")
+    put_block(folder / "BENCHMARKS.md", "soak", "\n".join(markdown(k, report._table)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the soak (or read an earlier one's JSON); write its JSON and doc block if asked."""
+    p = argparse.ArgumentParser(prog="benchmarks/soak.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="2 minutes instead of 8")
+    p.add_argument("--json", metavar="OUT", type=Path, help="write the figures as JSON")
+    p.add_argument("--doc", metavar="DIR", type=Path, help="write its BENCHMARKS.md block and plot")
+    p.add_argument("--from-json", metavar="IN", type=Path, help="run nothing: render IN's soak")
+    args = p.parse_args(argv)
+    if args.from_json:
+        data = json.loads(args.from_json.read_text(encoding="utf-8"))
+        k = data.get("soak", data)
+    else:
+        with tempfile.TemporaryDirectory(prefix="nova-soak-") as folder:
+            k = run_section(Path(folder), quick=args.quick)
+    if args.json:
+        args.json.write_text(json.dumps({"soak": k}, indent=1))
+    if args.doc:
+        write_doc(k, args.doc)
+    print(f"memory {k['memory_growth_after_warmup_pct']:+.1f} % after warm-up, "
+          f"{k['tasks_per_s_after_warmup']:.1f} tasks/s held")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

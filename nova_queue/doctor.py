@@ -98,6 +98,9 @@ def _confirm(client: Any, found: list[Finding]) -> list[Finding]:
     simple = [f for f in found if f.repair and f.repair[0] not in ("recount", "load-scripts")]
     whats: dict[int, str] = {}
     keys, head = _repair_keys(client), [client.prefix, client.settings.events_maxlen, "check"]
+    if simple:  # one call on its own loads the script (a pipeline cannot, on a cluster)
+        whats[id(simple[0])] = _op(client, simple[0].repair or (), "check")
+        simple = simple[1:]
     for lo in range(0, len(simple), 500):
         pipe = client.redis.pipeline(transaction=False)
         for f in simple[lo:lo + 500]:

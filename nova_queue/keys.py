@@ -70,8 +70,8 @@ Fields and members:
 - ``expiring``: every finished (done or cancelled) job id scored by when its retention ends
   (``finished_ms + 1000 * retention_s``); the sweep deletes the job, its tasks and index
   entries then. ``expired``: ids of jobs so deleted (or purged), scored by when: at most
-  100,000, kept one retention (at least a day) more, so readers can say "expired" rather
-  than "unknown".
+  100,000, kept for as long again as the retention (a minute at least), so readers can say
+  "expired" rather than "unknown".
 - ``departed``: workers that left or were lost, scored by when; the sweep deletes their
   ``worker:`` and ``held:`` keys and ``workers`` entry one retention later (unless they joined
   again).

@@ -2,7 +2,8 @@
   ran out, with their tasks and index entries (lua/includes/purge_job.lua; `expiring` holds
   every finished job scored by when it expires, written as it finishes), forgets workers that
   left or were lost longer ago than the retention (forget_worker), and drops tombstones of
-  expired jobs older than that (and than a day), or past MAX_TOMBSTONES. The client runs it after each enqueue
+  expired jobs older than that (and than a minute), or past MAX_TOMBSTONES: at a steady
+  stream of jobs their number, like that of the jobs kept, stops growing. The client runs it after each enqueue
   (it needs DEL, which the worker role lacks: an admin call), so Redis holds at most one
   retention window of finished jobs however long the pool runs. Work is counted in units: a
   task hash deleted costs 1, the rest of a job 8, a worker 4; the caller repeats while the

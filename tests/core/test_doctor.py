@@ -44,6 +44,22 @@ def test_a_healthy_namespace_is_ok(nova):
     assert report.to_json()["ok"] is True
 
 
+def test_a_job_still_staging_is_ok(nova):
+    """A large job's chunks are written before it is published: its tasks are pending in
+    its stage set, its counts zero until the publishing call."""
+    import json
+
+    k = nova.keys
+    keys = [k.job("big"), k.jobs(), k.staging(), k.stage("big"), k.pending("synthetic"),
+            k.seq(), k.events(), k.apps(), k.meta()]
+    fields = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
+                         "total": 4})
+    assert nova.scripts.call("enqueue", keys, [nova.prefix, "big", 1, 0, fields, 0, 1000,
+                                               "a", "1", "b", "1"])[0] == 0
+    assert nova.redis.hget(k.job("big"), "state") == "staging"
+    assert not problems(nova)
+
+
 def test_a_task_with_a_backup_attempt_held_by_both_workers_is_ok(nova):
     nova.enqueue("synthetic", [TaskSpec(f"b{i}") for i in range(2)])
     for wid in ("slow", "fast"):
@@ -168,8 +184,8 @@ def test_live_workers_of_a_release_before_protocol_checks_are_named(nova):
     join(nova, "old")
     nova.redis.hdel(nova.keys.worker("old"), "protocol")
     warnings = [f.message for f in doctor.diagnose(nova).warnings if f.check == "protocol"]
-    assert warnings == ["worker old is live but was registered by a release before protocol "
-                        "checks: upgrade it"]
+    assert warnings == [("worker old is live but was registered by a release before protocol "
+                         "checks: upgrade it")]
     expire_worker(nova, "old")
 
 

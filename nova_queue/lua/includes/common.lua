@@ -41,7 +41,7 @@ local BACKUP_GAIN_SHARE = 0.5      -- ... and by this share of the running attem
 local MAX_RETENTION_S = 315360000  -- how long a finished job stays in Redis (10 years)
 local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before retention): 7 days
 local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
-local MIN_TOMBSTONE_S = 86400      -- ... for at least a day, or the retention if longer
+local MIN_TOMBSTONE_S = 60         -- ... for as long again as the retention, a minute at least
 local MAX_EXPIRE_JOBS = 256        -- due jobs (and old tombstones) one sweep looks at
 
 -- A finite number in [lo, hi], else nil.
