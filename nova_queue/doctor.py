@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
 
 from nova_queue import errors, protocol
 from nova_queue.doctor_checks import (
@@ -98,9 +99,11 @@ def _confirm(client: Any, found: list[Finding]) -> list[Finding]:
     simple = [f for f in found if f.repair and f.repair[0] not in ("recount", "load-scripts")]
     whats: dict[int, str] = {}
     keys, head = _repair_keys(client), [client.prefix, client.settings.events_maxlen, "check"]
-    if simple:  # one call on its own loads the script (a pipeline cannot, on a cluster)
-        whats[id(simple[0])] = _op(client, simple[0].repair or (), "check")
-        simple = simple[1:]
+    # one call on its own loads the script; redis-py's cluster client pipelines no EVALSHA
+    alone = simple if isinstance(client.redis, RedisCluster) else simple[:1]
+    for f in alone:
+        whats[id(f)] = _op(client, f.repair or (), "check")
+    simple = simple[len(alone):]
     for lo in range(0, len(simple), 500):
         pipe = client.redis.pipeline(transaction=False)
         for f in simple[lo:lo + 500]:
