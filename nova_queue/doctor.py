@@ -11,7 +11,8 @@ tasks' states (a job whose tasks are all terminal finishes), index entries are a
 dropped, scripts are loaded. No task's state or result is written. Then it checks again:
 the report is what remains.
 
-It reads every key of the namespace (``SCAN``): O(keys), about a second per 10,000 tasks.
+It reads every key of the namespace (``SCAN``): O(keys); 5.7 s for 100,000 tasks on a
+2-core VM.
 """
 
 from __future__ import annotations
