@@ -61,6 +61,12 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         c and c["enqueue_100k_s"] < 1)
     add("≤ 300 B of Redis memory per task beyond its payload", c,
         c and f"{c['redis_bytes_per_task']:.0f} B", c and c["redis_bytes_per_task"] <= 300)
+    k = res.get("soak")
+    add("soak: Redis memory grows ≤ 5 % after warm-up", k,
+        k and (f"{k['memory_growth_after_warmup_pct']:+.1f} % (keys "
+               f"{k['keys_growth_after_warmup_pct']:+.1f} %) at "
+               f"{k['tasks_per_s_after_warmup']:.1f} tasks/s"),
+        k and k["memory_growth_after_warmup_pct"] <= 5)
     return rows
 
 

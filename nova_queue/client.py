@@ -26,6 +26,7 @@ from nova_queue.limits import (
     MAX_COST,
     MAX_INPUT_BYTES,
     MAX_JOB_TASKS,
+    MAX_RETENTION_S,
     MAX_RUN_S,
     MAX_VISIT,
     MIN_COST,
@@ -38,6 +39,7 @@ from nova_queue.models import (
     WorkerInfo,
     int_field,
 )
+from nova_queue.retention import RetentionCalls
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
 from nova_queue.worker_calls import WorkerCalls
@@ -57,7 +59,34 @@ def new_job_id() -> str:
     return stamp + rand
 
 
-class NovaClient(WorkerCalls):
+def check_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
+              max_attempts: int, retention_s: int) -> None:
+    """Raise InputError unless these are a job ``enqueue`` accepts (as its script checks)."""
+    if not APP_NAME_RE.match(app):
+        raise errors.InputError(f"invalid app name {app!r}")
+    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
+        raise errors.InputError(f"invalid job id {job_id!r}: use letters, digits, _ and -")
+    if not tasks:
+        raise errors.InputError("a job needs at least one task")
+    if len(tasks) > MAX_JOB_TASKS:
+        raise errors.InputError(f"a job has at most {MAX_JOB_TASKS} tasks")
+    if not isinstance(priority, int) or not -1000 <= priority <= 1000:
+        raise errors.InputError("priority must be an integer from -1000 to 1000")
+    if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
+        raise errors.InputError(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS}")
+    if not isinstance(retention_s, int) or not 0 <= retention_s <= MAX_RETENTION_S:
+        raise errors.InputError(f"retention must be an integer from 0 to {MAX_RETENTION_S} s")
+    for i, spec in enumerate(tasks):
+        if not isinstance(spec.input, str):
+            raise errors.InputError(f"task {i}: input must be a string")
+        if len(spec.input.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+            raise errors.InputError(f"task {i}: input longer than {MAX_INPUT_BYTES} bytes")
+        if not (isinstance(spec.cost, (int, float)) and MIN_COST <= spec.cost <= MAX_COST):
+            raise errors.InputError(f"task {i}: cost must be a number from {MIN_COST:g} "
+                                    f"to {MAX_COST:g}")
+
+
+class NovaClient(WorkerCalls, RetentionCalls):
     """One namespace of one Redis; thread-safe (redis-py pools connections)."""
 
     def __init__(self, client: redis.Redis, *, settings: Settings | None = None,
@@ -93,7 +122,13 @@ class NovaClient(WorkerCalls):
         return self.settings.events_maxlen
 
     def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]:
-        res = self.scripts.call(name, keys, args)
+        try:
+            res = self.scripts.call(name, keys, args)
+        except redis.ResponseError as exc:
+            mismatch = errors.protocol_error(exc, self.settings.namespace)
+            if mismatch is None:
+                raise
+            raise mismatch from None  # the script refused the namespace's protocol
         if res and res[0] == errors.BAD_INPUT:  # every script answers {-9, message}
             raise errors.InputError(f"{name}: {res[1] if len(res) > 1 else 'invalid input'}")
         return res
@@ -102,17 +137,21 @@ class NovaClient(WorkerCalls):
     def enqueue(self, app: str, tasks: Sequence[TaskSpec], *,
                 params: Mapping[str, Any] | None = None, priority: int = 0,
                 max_attempts: int | None = None, name: str = "", job_id: str | None = None,
-                timeout_s: float | None = None, chunk_size: int = ENQUEUE_CHUNK) -> str:
+                timeout_s: float | None = None, chunk_size: int = ENQUEUE_CHUNK,
+                retention_s: int | None = None) -> str:
         """Create a job of ``tasks`` for ``app``; all or nothing. Returns the job id.
         ``timeout_s``: each task's run-time limit (default: derived from the claiming
-        worker's prediction, ``Settings.task_timeout_floor_s`` / ``_factor``)."""
+        worker's prediction, ``Settings.task_timeout_floor_s`` / ``_factor``). Once finished
+        the job stays in Redis ``retention_s`` (default ``settings.job_retention_s``); then
+        the retention sweep, run here after each enqueue, deletes it."""
         job_id = job_id or new_job_id()
         max_attempts = self.settings.max_attempts if max_attempts is None else max_attempts
-        self._validate_job(app, tasks, job_id, priority, max_attempts)
+        retention_s = self.settings.job_retention_s if retention_s is None else retention_s
+        check_job(app, tasks, job_id, priority, max_attempts, retention_s)
         fields: dict[str, Any] = {
             "app": app, "params": json.dumps(dict(params or {}), sort_keys=True),
             "priority": priority, "max_attempts": max_attempts, "total": len(tasks),
-            "name": name[:200],
+            "name": name[:200], "retention_s": retention_s,
         }
         if timeout_s is not None:
             if not (isinstance(timeout_s, (int, float)) and 0.001 <= timeout_s <= MAX_RUN_S):
@@ -122,7 +161,7 @@ class NovaClient(WorkerCalls):
         meta = json.dumps(fields)
         k = self.keys
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
-                k.events(), k.apps()]
+                k.events(), k.apps(), k.meta()]
         created = threading.Event()  # set once a call created the job: undo it on failure
         try:
             self._send_chunks(
@@ -135,11 +174,12 @@ class NovaClient(WorkerCalls):
             raise
         # DEBUG: callers (the CLI) print the id themselves; INFO would repeat it on every enqueue
         log.debug("enqueued job %s: %d %s tasks", job_id, len(tasks), app)
+        self.sweep_after_enqueue(len(tasks))
         return job_id
 
     def _chunk_args(self, job_id: str, meta: str, tasks: Sequence[TaskSpec], chunk_size: int,
                     start: int) -> list[Any]:
-        """enqueue-8's ARGV for the chunk of ``tasks`` from ``start``: the job's fields with
+        """enqueue-9's ARGV for the chunk of ``tasks`` from ``start``: the job's fields with
         the first chunk, publish with the last; each distinct cost formatted once."""
         first, last = start == 0, start + chunk_size >= len(tasks)
         args: list[Any] = [self.prefix, job_id, int(first), int(last),
@@ -154,7 +194,7 @@ class NovaClient(WorkerCalls):
 
     def _send_chunk(self, keys: list[str], job_id: str, n_tasks: int,
                     created: threading.Event, args: list[Any]) -> None:
-        """One enqueue-8 call; then, while it says so, calls that publish the rest."""
+        """One enqueue-9 call; then, while it says so, calls that publish the rest."""
         res = self._call("enqueue", keys, args)
         errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
         created.set()
@@ -186,36 +226,12 @@ class NovaClient(WorkerCalls):
                 futures_wait([inflight])  # `created` is final once no chunk is in flight
             raise
 
-    @staticmethod
-    def _validate_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
-                      max_attempts: int) -> None:
-        if not APP_NAME_RE.match(app):
-            raise errors.InputError(f"invalid app name {app!r}")
-        if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
-            raise errors.InputError(f"invalid job id {job_id!r}: use letters, digits, _ and -")
-        if not tasks:
-            raise errors.InputError("a job needs at least one task")
-        if len(tasks) > MAX_JOB_TASKS:
-            raise errors.InputError(f"a job has at most {MAX_JOB_TASKS} tasks")
-        if not isinstance(priority, int) or not -1000 <= priority <= 1000:
-            raise errors.InputError("priority must be an integer from -1000 to 1000")
-        if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
-            raise errors.InputError(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS}")
-        for i, spec in enumerate(tasks):
-            if not isinstance(spec.input, str):
-                raise errors.InputError(f"task {i}: input must be a string")
-            if len(spec.input.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-                raise errors.InputError(f"task {i}: input longer than {MAX_INPUT_BYTES} bytes")
-            if not (isinstance(spec.cost, (int, float)) and MIN_COST <= spec.cost <= MAX_COST):
-                raise errors.InputError(f"task {i}: cost must be a number from {MIN_COST:g} "
-                                        f"to {MAX_COST:g}")
-
     def _abort(self, job_id: str) -> None:
         k = self.keys
         try:
             while True:
-                code, left = self._call("abort", [k.job(job_id), k.staging(), k.stage(job_id)],
-                                        [self.prefix, job_id, MAX_VISIT])
+                code, left = self._call("abort", [k.job(job_id), k.staging(), k.stage(job_id),
+                                                  k.meta()], [self.prefix, job_id, MAX_VISIT])
                 if code != 0 or int(left) == 0:
                     return
         except redis.RedisError:
@@ -228,12 +244,12 @@ class NovaClient(WorkerCalls):
             raise errors.JobNotFoundError(f"unknown job {job_id!r}")
         app = self.redis.hget(self.keys.job(job_id), "app")
         if app is None:
-            raise errors.JobNotFoundError(f"unknown job {job_id}")
+            raise self.missing_job(job_id)
         k = self.keys
         cursor = "0"
         while cursor != "-1":
             code, nxt = self._call(
-                "cancel", [k.job(job_id), k.pending(app), k.finished(), k.events()],
+                "cancel", [k.job(job_id), k.pending(app), k.finished(), k.events(), k.meta()],
                 [self.prefix, job_id, cursor, MAX_VISIT, self._maxlen])
             errors.raise_for_code(code, job_id=job_id, detail=f"cannot cancel job {job_id}: {nxt}")
             cursor = str(nxt)
@@ -246,15 +262,16 @@ class NovaClient(WorkerCalls):
             raise errors.TaskNotFoundError(f"unknown task {tid}")
         k = self.keys
         res = self._call("retry", [k.task(tid), k.job(job_id), k.pending(app), k.failed(),
-                                   k.finished(), k.events()], [self.prefix, tid, self._maxlen])
+                                   k.finished(), k.events(), k.meta()],
+                         [self.prefix, tid, self._maxlen])
         errors.raise_for_code(int(res[0]), task_id=tid, detail=str(res[1]) if len(res) > 1 else "")
 
     # ---- reading ----------------------------------------------------------------------
     def job(self, job_id: str, *, with_tasks: bool = True) -> JobStatus:
         """A job's counters and (by default) all its tasks."""
         h = self.redis.hgetall(self.keys.job(job_id))
-        if not h or h.get("state") == "staging":
-            raise errors.JobNotFoundError(f"unknown job {job_id}")
+        if not h or h.get("state") in ("staging", "expired"):
+            raise self.missing_job(job_id)
         tasks = self.tasks(job_id, 0, int_field(h.get("total"))) if with_tasks else []
         return JobStatus.from_hash(h, tasks)
 
@@ -290,7 +307,9 @@ class NovaClient(WorkerCalls):
         """One task."""
         h = self.redis.hgetall(self.keys.task(tid))
         if not h:
-            raise errors.TaskNotFoundError(f"unknown task {tid}")
+            expired = self.is_expired(split_task_id(tid)[0]) if ":" in tid else False
+            raise errors.TaskNotFoundError(f"unknown task {tid}" + (": its job expired"
+                                                                    if expired else ""))
         return TaskInfo.from_hash(tid, h)
 
     def jobs(self, limit: int = 50) -> list[JobStatus]:

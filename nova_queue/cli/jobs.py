@@ -11,11 +11,12 @@ import click
 
 from nova_queue.apps.registry import load_app
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
-from nova_queue.cli.options import parse_pairs
+from nova_queue.cli.options import Duration, parse_pairs
 from nova_queue.cli.text import safe_json, short, visible
 from nova_queue.cli.wait import summary, wait_for_job
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
+from nova_queue.limits import MAX_RETENTION_S
 from nova_queue.models import JobStatus
 from nova_queue.prompts import read_prompts
 from nova_queue.worker_calls import STAGING_ABANDONED_MS
@@ -38,6 +39,11 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
                    "attempt is used) and its late result is rejected.  [default: the larger "
                    "of NOVA_TASK_TIMEOUT_FLOOR_S (120) and NOVA_TASK_TIMEOUT_FACTOR (10) x "
                    "the claiming worker's predicted time]")
+@click.option("--retention", "retention_s", type=Duration(MAX_RETENTION_S), default=None,
+              metavar="AGE",
+              help="How long the finished job stays in Redis (seconds, or 90m, 12h, 3d): "
+                   "then it is deleted with its tasks; its results stay in the store.  "
+                   "[default: NOVA_JOB_RETENTION_S or 604800 (7 days)]")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Refuse prompt input larger than N bytes.  "
                    "[default: NOVA_MAX_PROMPT_BYTES or 67108864 (64 MiB)]")
@@ -50,8 +56,8 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
 @pass_ctx
 @handle_errors
 def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_attempts: int | None,
-            priority: int, name: str | None, timeout_s: float | None, max_bytes: int | None,
-            wait: bool, as_json: bool) -> None:
+            priority: int, name: str | None, timeout_s: float | None, retention_s: int | None,
+            max_bytes: int | None, wait: bool, as_json: bool) -> None:
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
@@ -65,16 +71,14 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     parsed = application.parse_params(parse_pairs(params, "-p"))
     specs = application.make_tasks(prompts, parsed)
     client = ctx.client()
-    default_name = "stdin" if file == "-" else Path(file).name
     job_id = client.enqueue(app, specs, params=parsed, priority=priority,
-                            max_attempts=max_attempts, name=name or default_name,
-                            timeout_s=timeout_s)
+                            max_attempts=max_attempts, timeout_s=timeout_s, retention_s=retention_s,
+                            name=name or ("stdin" if file == "-" else Path(file).name))
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
         click.echo(json.dumps({"job_id": job_id}))
-    note = no_worker_note(client, app)
-    if note:
+    if note := no_worker_note(client, app):
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)

@@ -1,7 +1,7 @@
---[[ job_fields: enqueue-8's job fields (ARGV[5], JSON) checked, and their app's pending set
+--[[ job_fields: enqueue-9's job fields (ARGV[5], JSON) checked, and their app's pending set
   checked against KEYS[5] (pending_key). Returns {app, params, priority, max_attempts,
-  total, name, timeout_s ('' when the run-time limit derives from predictions)}, or nil and
-  what is wrong.
+  total, name, timeout_s ('' when the run-time limit derives from predictions),
+  retention_s}, or nil and what is wrong.
 ]]
 --- @include "common"
 local function job_fields(text, prefix, pending_key)
@@ -14,6 +14,7 @@ local function job_fields(text, prefix, pending_key)
   end
   local priority, total = int_in(f.priority or 0, -1000, 1000), int_in(f.total, 1, MAX_JOB_TASKS)
   local max_attempts = int_in(f.max_attempts, 1, MAX_ATTEMPTS)
+  local retention_s = int_in(f.retention_s or DEFAULT_RETENTION_S, 0, MAX_RETENTION_S)
   if not is_name(f.app, 64) then
     return nil, 'invalid app name'
   end
@@ -29,6 +30,9 @@ local function job_fields(text, prefix, pending_key)
   if not max_attempts then
     return nil, 'max_attempts must be an integer from 1 to ' .. MAX_ATTEMPTS
   end
+  if not retention_s then
+    return nil, 'retention_s must be an integer from 0 to ' .. MAX_RETENTION_S
+  end
   if (f.params ~= nil and (type(f.params) ~= 'string' or #f.params > MAX_PARAMS_BYTES))
       or (f.name ~= nil and (type(f.name) ~= 'string' or #f.name > MAX_TEXT_BYTES)) then
     return nil, 'params must be a JSON string of at most ' .. MAX_PARAMS_BYTES
@@ -40,5 +44,5 @@ local function job_fields(text, prefix, pending_key)
   end
   return { app = f.app, params = f.params or '{}', priority = priority,
     max_attempts = max_attempts, total = total, name = f.name or '',
-    timeout_s = timeout_s and num(timeout_s) or '' }
+    timeout_s = timeout_s and num(timeout_s) or '', retention_s = retention_s }
 end
