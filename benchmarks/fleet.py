@@ -84,8 +84,9 @@ def start_nova_worker(redis_url: str, namespace: str, store_url: str, folder: Pa
                       slowdown: float, *, lease_ttl_s: float, heartbeat_s: float,
                       extra: tuple[str, ...] = (), go_key: str | None = None,
                       app: str = "synthetic", env: dict[str, str] | None = None) -> Proc:
-    """``python -m nova_queue ... worker --app synthetic --slowdown F`` with its own home;
-    with ``go_key``, pre-warmed and held until a token is pushed there (``prewarm.py``)."""
+    """``python -m nova_queue ... worker --app synthetic --slowdown F`` with its own home
+    (and ``env``'s variables); with ``go_key``, pre-warmed and held until a token is pushed
+    there (``prewarm.py``)."""
     home = folder / f"home-{name}"
     home.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "nova_queue", "--redis", redis_url, "--namespace", namespace,

@@ -88,13 +88,37 @@ def recovery_plot(rec: dict[str, Any], path: Path) -> None:
     _finish(plt, fig, ax, "Recovery of a killed worker's task", path)
 
 
+def soak_plot(soak: dict[str, Any], path: Path) -> None:
+    """Redis used_memory and key count over the soak, the end of the warm-up marked."""
+    plt = _pyplot()
+    samples = soak["samples"]
+    ts = [s["t_s"] for s in samples]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(ts, [s["used_memory"] / 2**20 for s in samples], "o-", color="#2b7bba", ms=3,
+            label="used_memory (MiB)")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("MiB")
+    ax.set_ylim(bottom=0)
+    keys = ax.twinx()
+    keys.plot(ts, [s["keys"] for s in samples], "s-", color="#d9822b", ms=3, label="keys")
+    keys.set_ylabel("keys")
+    keys.set_ylim(bottom=0)
+    ax.axvline(soak["config"]["warmup_s"], color="grey", linestyle="--", label="end of warm-up")
+    ax.plot([], [], "s-", color="#d9822b", label="keys (right axis)")
+    cfg = soak["config"]
+    _finish(plt, fig, ax, f"Soak: {cfg['jobs_per_s']:g} jobs/s × {cfg['tasks_per_job']} tasks, "
+            f"retention {cfg['retention_s']} s ({soak['memory_growth_after_warmup_pct']:+.1f} % "
+            "after warm-up)", path)
+
+
 def write_all(results: dict[str, Any], folder: Path) -> list[Path]:
     """Every plot whose section ran; returns the files written."""
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for key, fn, name in (("scheduling", makespan_plot, "bench-makespan.png"),
                           ("throughput", throughput_plot, "bench-throughput.png"),
-                          ("recovery", recovery_plot, "bench-recovery.png")):
+                          ("recovery", recovery_plot, "bench-recovery.png"),
+                          ("soak", soak_plot, "bench-soak.png")):
         if key in results:
             fn(results[key], folder / name)
             out.append(folder / name)

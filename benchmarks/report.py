@@ -65,6 +65,12 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     p = res.get("placement")
     for name, measured, met in report_placement.targets(p):
         add(name, p, measured, met)
+    k = res.get("soak")
+    add("soak: Redis memory grows ≤ 5 % after warm-up", k,
+        k and (f"{k['memory_growth_after_warmup_pct']:+.1f} % (keys "
+               f"{k['keys_growth_after_warmup_pct']:+.1f} %) at "
+               f"{k['tasks_per_s_after_warmup']:.1f} tasks/s"),
+        k and k["memory_growth_after_warmup_pct"] <= 5)
     return rows
 
 
@@ -161,16 +167,19 @@ def _gray(s: dict[str, Any]) -> list[str]:
     out = ["### Gray failures", "",
            ("The same fleet and tasks with one worker misbehaving (switched on through the "
             "synthetic app's control file): **throttle** — the 1× worker turns 100× slower "
-            "at half the job (T\* counts it until then); **blackhole** — the 1.5× worker "
-            "fails every task at once from the start (T\* of the healthy three); **hang** — "
+            "at half the job (T\\* counts it until then); **blackhole** — the 1.5× worker "
+            "fails every task at once from the start (T\\* of the healthy three); **hang** — "
             f"the 1× worker's tasks never return from a quarter of the job on (job time limit "
             f"{g['hang_timeout_s']:g} s; recovery: its first hung task's claim → that task's "
             "commit elsewhere). Backups started per run are counted from the event stream."), ""]
     rows = []
     for scenario in ("throttle", "blackhole", "hang"):
         runs = [r for r in g["runs"] if r["scenario"] == scenario]
-        extra = {"throttle": "", "blackhole": f"failed tasks {max(r['failed_tasks'] for r in runs)}",
-                 "hang": f"recovery {max(r['recovery_s'] for r in runs):.2f} s"}[scenario]
+        extra = ""
+        if scenario == "blackhole":
+            extra = f"failed tasks {max(r['failed_tasks'] for r in runs)}"
+        elif scenario == "hang":
+            extra = f"recovery {max(r['recovery_s'] for r in runs):.2f} s"
         rows.append([scenario, str(len(runs)), _f(median([r["makespan_s"] for r in runs])),
                      _f(median([r["optimum_s"] for r in runs])),
                      _f(median([r["makespan_over_optimum"] for r in runs]), ".3f"),

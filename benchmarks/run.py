@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewhere
     sys.path.insert(0, str(HERE))
 
-SECTIONS = ("scheduling", "throughput", "scale", "recovery", "placement")
+SECTIONS = ("scheduling", "throughput", "scale", "recovery", "placement", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import recovery
     import scale
     import scheduling
+    import soak
     import throughput
     from benchlib import load_avg, log, machine_info, start_redis
 
@@ -86,6 +87,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "recovery" in sections:
             results["recovery"] = recovery.run_section(server, folder, quick=args.quick,
                                                        repeats=args.repeats)
+        if "soak" in sections:  # on a redis-server of its own: its memory is the measure
+            results["soak"] = soak.run_section(folder, quick=args.quick)
     finally:
         server.close()
         if args.keep:
@@ -119,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
         doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
                        encoding="utf-8")
+        if "soak" in results:  # its own block, kept when a later run has no soak
+            import soak
+
+            soak.write_doc(results["soak"], args.docs)
         log(f"docs: {args.docs / 'BENCHMARKS.md'}, {', '.join(p.name for p in written)}")
     if not (args.json or args.docs):
         log("no files written (--json OUT keeps the numbers, --docs DIR the report)")

@@ -31,6 +31,7 @@ from nova_queue.models import (
     int_field,
 )
 from nova_queue.placement import Requirement
+from nova_queue.retention import RetentionCalls
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
 from nova_queue.worker_calls import WorkerCalls
@@ -50,7 +51,7 @@ def new_job_id() -> str:
     return stamp + rand
 
 
-class NovaClient(WorkerCalls):
+class NovaClient(WorkerCalls, RetentionCalls):
     """One namespace of one Redis; thread-safe (redis-py pools connections)."""
 
     def __init__(self, client: redis.Redis, *, settings: Settings | None = None,
@@ -86,7 +87,13 @@ class NovaClient(WorkerCalls):
         return self.settings.events_maxlen
 
     def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]:
-        res = self.scripts.call(name, keys, args)
+        try:
+            res = self.scripts.call(name, keys, args)
+        except redis.ResponseError as exc:
+            mismatch = errors.protocol_error(exc, self.settings.namespace)
+            if mismatch is None:
+                raise
+            raise mismatch from None  # the script refused the namespace's protocol
         if res and res[0] == errors.BAD_INPUT:  # every script answers {-9, message}
             raise errors.InputError(f"{name}: {res[1] if len(res) > 1 else 'invalid input'}")
         return res
@@ -97,23 +104,28 @@ class NovaClient(WorkerCalls):
                 max_attempts: int | None = None, name: str = "", job_id: str | None = None,
                 timeout_s: float | None = None, requires: Sequence[str | Requirement] = (),
                 owner: str | None = None, model: str = "",
-                chunk_size: int = ENQUEUE_CHUNK) -> str:
+                chunk_size: int = ENQUEUE_CHUNK, retention_s: int | None = None) -> str:
         """Create a job of ``tasks`` for ``app``; all or nothing. Returns the job id.
         ``timeout_s``: each task's run-time limit (default: derived from the claiming
         worker's prediction, ``Settings.task_timeout_floor_s`` / ``_factor``).
         ``requires``: what a worker's labels must meet (``backend=cuda,rocm``,
         ``memory_gb>=12``; ``nova_queue.placement``). ``owner``: whose share of the pool the
         job uses (default ``Settings.owner``). ``model``: what its tasks need loaded (the
-        app spec's ``model_key``), so workers that have it warm take them first."""
+        app spec's ``model_key``), so workers that have it warm take them first. Once
+        finished the job stays in Redis ``retention_s`` (default
+        ``settings.job_retention_s``); then the retention sweep, run here after each
+        enqueue, deletes it."""
         job_id = job_id or new_job_id()
         max_attempts = self.settings.max_attempts if max_attempts is None else max_attempts
+        retention_s = self.settings.job_retention_s if retention_s is None else retention_s
         meta = json.dumps(job_fields(
             app, tasks, job_id, params=params, priority=priority, max_attempts=max_attempts,
             name=name, timeout_s=timeout_s, requires=requires,
-            owner=self.settings.resolved_owner if owner is None else owner, model=model))
+            owner=self.settings.resolved_owner if owner is None else owner, model=model,
+            retention_s=retention_s))
         k = self.keys
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
-                k.events(), k.apps()]
+                k.events(), k.apps(), k.meta()]
         created = threading.Event()  # set once a call created the job: undo it on failure
         try:
             self._send_chunks(
@@ -126,11 +138,12 @@ class NovaClient(WorkerCalls):
             raise
         # DEBUG: callers (the CLI) print the id themselves; INFO would repeat it on every enqueue
         log.debug("enqueued job %s: %d %s tasks", job_id, len(tasks), app)
+        self.sweep_after_enqueue(len(tasks))
         return job_id
 
     def _chunk_args(self, job_id: str, meta: str, tasks: Sequence[TaskSpec], chunk_size: int,
                     start: int) -> list[Any]:
-        """enqueue-8's ARGV for the chunk of ``tasks`` from ``start``: the job's fields with
+        """enqueue-9's ARGV for the chunk of ``tasks`` from ``start``: the job's fields with
         the first chunk, publish with the last; each distinct cost formatted once."""
         first, last = start == 0, start + chunk_size >= len(tasks)
         args: list[Any] = [self.prefix, job_id, int(first), int(last),
@@ -145,7 +158,7 @@ class NovaClient(WorkerCalls):
 
     def _send_chunk(self, keys: list[str], job_id: str, n_tasks: int,
                     created: threading.Event, args: list[Any]) -> None:
-        """One enqueue-8 call; then, while it says so, calls that publish the rest."""
+        """One enqueue-9 call; then, while it says so, calls that publish the rest."""
         res = self._call("enqueue", keys, args)
         errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
         created.set()
@@ -181,8 +194,8 @@ class NovaClient(WorkerCalls):
         k = self.keys
         try:
             while True:
-                code, left = self._call("abort", [k.job(job_id), k.staging(), k.stage(job_id)],
-                                        [self.prefix, job_id, MAX_VISIT])
+                code, left = self._call("abort", [k.job(job_id), k.staging(), k.stage(job_id),
+                                                  k.meta()], [self.prefix, job_id, MAX_VISIT])
                 if code != 0 or int(left) == 0:
                     return
         except redis.RedisError:
@@ -195,12 +208,12 @@ class NovaClient(WorkerCalls):
             raise errors.JobNotFoundError(f"unknown job {job_id!r}")
         app = self.redis.hget(self.keys.job(job_id), "app")
         if app is None:
-            raise errors.JobNotFoundError(f"unknown job {job_id}")
+            raise self.missing_job(job_id)
         k = self.keys
         cursor = "0"
         while cursor != "-1":
             code, nxt = self._call(
-                "cancel", [k.job(job_id), k.pending(app), k.finished(), k.events()],
+                "cancel", [k.job(job_id), k.pending(app), k.finished(), k.events(), k.meta()],
                 [self.prefix, job_id, cursor, MAX_VISIT, self._maxlen])
             errors.raise_for_code(code, job_id=job_id, detail=f"cannot cancel job {job_id}: {nxt}")
             cursor = str(nxt)
@@ -213,15 +226,16 @@ class NovaClient(WorkerCalls):
             raise errors.TaskNotFoundError(f"unknown task {tid}")
         k = self.keys
         res = self._call("retry", [k.task(tid), k.job(job_id), k.pending(app), k.failed(),
-                                   k.finished(), k.events()], [self.prefix, tid, self._maxlen])
+                                   k.finished(), k.events(), k.meta()],
+                         [self.prefix, tid, self._maxlen])
         errors.raise_for_code(int(res[0]), task_id=tid, detail=str(res[1]) if len(res) > 1 else "")
 
     # ---- reading ----------------------------------------------------------------------
     def job(self, job_id: str, *, with_tasks: bool = True) -> JobStatus:
         """A job's counters and (by default) all its tasks."""
         h = self.redis.hgetall(self.keys.job(job_id))
-        if not h or h.get("state") == "staging":
-            raise errors.JobNotFoundError(f"unknown job {job_id}")
+        if not h or h.get("state") in ("staging", "expired"):
+            raise self.missing_job(job_id)
         tasks = self.tasks(job_id, 0, int_field(h.get("total"))) if with_tasks else []
         return JobStatus.from_hash(h, tasks)
 
@@ -257,7 +271,9 @@ class NovaClient(WorkerCalls):
         """One task."""
         h = self.redis.hgetall(self.keys.task(tid))
         if not h:
-            raise errors.TaskNotFoundError(f"unknown task {tid}")
+            expired = self.is_expired(split_task_id(tid)[0]) if ":" in tid else False
+            raise errors.TaskNotFoundError(f"unknown task {tid}" + (": its job expired"
+                                                                    if expired else ""))
         return TaskInfo.from_hash(tid, h)
 
     def jobs(self, limit: int = 50) -> list[JobStatus]:

@@ -49,6 +49,45 @@ class ConfigError(NovaError):
     """A setting, URL or option is invalid."""
 
 
+class ProtocolMismatchError(ConfigError):
+    """The namespace speaks another protocol version than this release
+    (:mod:`nova_queue.protocol`); nothing was written."""
+
+    def __init__(self, namespace: str, theirs: str, ours: int):
+        from nova_queue import __version__
+
+        self.namespace, self.theirs, self.ours = namespace, theirs, ours
+        shown = theirs if len(theirs) <= 16 and theirs.isprintable() else repr(theirs[:16])
+        try:
+            newer = float(theirs) > ours
+        except ValueError:
+            newer = True
+        if newer:
+            todo = f"upgrade nova-queue here to a release that speaks protocol {shown}"
+        else:
+            todo = (f"run a release that speaks protocol {shown} here, or move the whole pool "
+                    "to a new namespace (docs/DEPLOY.md, Upgrades)")
+        super().__init__(f"namespace {namespace!r} speaks protocol {shown} but this nova-queue "
+                         f"{__version__} speaks protocol {ours}: {todo}")
+
+
+#: The start of the error reply a script answers when the namespace's protocol is not its own
+#: (``lua/includes/check_protocol.lua``): ``PROTOCOL_MISMATCH <namespace's> <script's>``.
+PROTOCOL_MISMATCH_REPLY = "PROTOCOL_MISMATCH"
+
+
+def protocol_error(exc: Exception, namespace: str) -> ProtocolMismatchError | None:
+    """The ProtocolMismatchError a script's error reply ``exc`` stands for, else None."""
+    words = str(exc).split()
+    if len(words) < 3 or words[0] != PROTOCOL_MISMATCH_REPLY:
+        return None
+    try:
+        ours = int(words[2])
+    except ValueError:
+        return None
+    return ProtocolMismatchError(namespace, words[1], ours)
+
+
 class InputError(NovaError):
     """User input (a prompts file, a parameter) was rejected; nothing was enqueued."""
 
@@ -62,6 +101,11 @@ class InputError(NovaError):
 
 class JobNotFoundError(NovaError):
     """No job with that id exists in this namespace."""
+
+
+class JobExpiredError(JobNotFoundError):
+    """The job finished and its Redis data expired (``NOVA_JOB_RETENTION_S``) or was purged;
+    its results stay in the store unless they were purged too."""
 
 
 class JobExistsError(NovaError):

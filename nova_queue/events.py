@@ -85,6 +85,15 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
     EventType("model_loaded", ("worker", "name", "app", "model", "load_s"),
               "a worker loaded ``model`` for ``app`` in ``load_s``: it holds it warm, and "
               "claims prefer that model's jobs for it"),
+    EventType("job_expired", ("job", "tasks", "why"),
+              "a finished job's Redis data (its ``tasks`` tasks too) was deleted: ``why`` "
+              "retention (its time ran out) or purge (``nova-queue purge``); results stay "
+              "in the store unless purged"),
+    EventType("worker_forgotten", ("worker",),
+              "a worker that left or was lost one retention ago was deleted from Redis"),
+    EventType("repaired", ("op", "target", "what"),
+              "``nova-queue doctor --repair`` fixed ``target`` (a task, job, app, worker or "
+              "set member; ``op`` the check): ``what`` it did"),
     EventType("grace", ("gap_ms", "until_ms"),
               "no script ran for ``gap_ms`` (Redis was unreachable): nothing is reaped until "
               "``until_ms``, so lease holders can renew first"),

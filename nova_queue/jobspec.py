@@ -1,6 +1,7 @@
 """What ``enqueue`` writes of a job besides its tasks, checked before anything is sent:
 app, params, priority, attempts, name, the run-time limit, requirements on the workers'
-labels (``placement.py``), the owner (fair share) and the model its tasks need warm."""
+labels (``placement.py``), the owner (fair share), the model its tasks need warm and how
+long the finished job stays in Redis (retention)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from nova_queue.limits import (
     MAX_COST,
     MAX_INPUT_BYTES,
     MAX_JOB_TASKS,
+    MAX_RETENTION_S,
     MAX_RUN_S,
     MIN_COST,
 )
@@ -30,13 +32,13 @@ def job_fields(app: str, tasks: Sequence[TaskSpec], job_id: str, *,
                params: Mapping[str, Any] | None, priority: int, max_attempts: int, name: str,
                timeout_s: float | None = None,
                requires: Sequence[str | Requirement] = (), owner: str = "",
-               model: str = "") -> dict[str, Any]:
-    """The job fields enqueue-8 takes (lua/includes/job_fields.lua checks them again)."""
-    check_job(app, tasks, job_id, priority, max_attempts)
+               model: str = "", retention_s: int = 604800) -> dict[str, Any]:
+    """The job fields enqueue-9 takes (lua/includes/job_fields.lua checks them again)."""
+    check_job(app, tasks, job_id, priority, max_attempts, retention_s)
     fields: dict[str, Any] = {
         "app": app, "params": json.dumps(dict(params or {}), sort_keys=True),
         "priority": priority, "max_attempts": max_attempts, "total": len(tasks),
-        "name": name[:200],
+        "name": name[:200], "retention_s": retention_s,
     }
     if timeout_s is not None:
         if not (isinstance(timeout_s, (int, float)) and 0.001 <= timeout_s <= MAX_RUN_S):
@@ -56,7 +58,7 @@ def job_fields(app: str, tasks: Sequence[TaskSpec], job_id: str, *,
 
 
 def check_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
-              max_attempts: int) -> None:
+              max_attempts: int, retention_s: int) -> None:
     """Refuse a job the scripts would refuse, with a message naming the field or task."""
     if not APP_NAME_RE.match(app):
         raise errors.InputError(f"invalid app name {app!r}")
@@ -70,6 +72,8 @@ def check_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
         raise errors.InputError("priority must be an integer from -1000 to 1000")
     if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
         raise errors.InputError(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS}")
+    if not isinstance(retention_s, int) or not 0 <= retention_s <= MAX_RETENTION_S:
+        raise errors.InputError(f"retention must be an integer from 0 to {MAX_RETENTION_S} s")
     for i, spec in enumerate(tasks):
         if not isinstance(spec.input, str):
             raise errors.InputError(f"task {i}: input must be a string")

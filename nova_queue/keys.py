@@ -14,29 +14,33 @@ patterns (``lua/includes/common.lua``).
 Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
 Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
 G register, D deregister, T retry, A abort, Q quarantine, L loaded (complete_claim writes as
-K, then as C), U an admin through the client (shares, the usage half-life), and B the web
-gallery (its own unlock state, nothing else). Readers: W worker runtime, U CLI/API,
-B web gallery, M metrics, Q post-processing.
+K, then as C), Y the retention sweep (expire) and purge, O doctor's repairs, U an admin
+through the client (shares, the usage half-life), and B the web gallery (its own unlock
+state, nothing else). Readers: W worker runtime, U CLI/API, B web gallery, M metrics,
+Q post-processing.
 
 ======================================  =======  ===  =================  ========
 key                                     type     TTL  written by         read by
 ======================================  =======  ===  =================  ========
-nova:{ns}:job:<job>                     hash     -    E C K F P X T      C U B Q
+nova:{ns}:job:<job>                     hash     -    E C K F P X T Y O  C U B Q
 nova:{ns}:task:<job>:<index>            hash     -    E C R K F P X T A  U B Q
-nova:{ns}:jobs                          zset     -    E                  U B
-nova:{ns}:staging                       zset     -    E A P              P
+nova:{ns}:jobs                          zset     -    E Y O              U B
+nova:{ns}:staging                       zset     -    E A P O            P
 nova:{ns}:stage:<job>                   zset     -    E A                E
-nova:{ns}:pending:<app>                 zset     -    E C F P X T        C B M
-nova:{ns}:leases                        zset     -    C R K F P          P M
-nova:{ns}:inflight                      hash     -    C K F P            C M
+nova:{ns}:pending:<app>                 zset     -    E C F P X T O      C B M
+nova:{ns}:leases                        zset     -    C R K F P O        P M
+nova:{ns}:inflight                      hash     -    C K F P O          C M
 nova:{ns}:seq                           string   -    E                  E
 nova:{ns}:apps                          set      -    E                  B M
-nova:{ns}:failed                        zset     -    F P T              B
-nova:{ns}:finished                      zset     -    K F P X            Q
-nova:{ns}:workers                       zset     -    G P                U B M
+nova:{ns}:failed                        zset     -    F P T Y O          B
+nova:{ns}:finished                      zset     -    K F P X Y          Q
+nova:{ns}:expiring                      zset     -    K F P X C O Y      Y
+nova:{ns}:expired                       zset     -    Y                  U B
+nova:{ns}:workers                       zset     -    G P Y O            U B M
+nova:{ns}:departed                      zset     -    P D Y O            Y
 nova:{ns}:alive                         zset     -    G R P D            C P
-nova:{ns}:worker:<wid>                  hash     -    G C R K F P D      C U B M
-nova:{ns}:held:<wid>                    set      -    C K F P D          C P D
+nova:{ns}:worker:<wid>                  hash     -    G C R K F P D Y    C U B M
+nova:{ns}:held:<wid>                    set      -    C K F P D Y O      C P D
 nova:{ns}:app:<app>:workers             set      -    G P D              B
 nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
 nova:{ns}:app:<app>:warm                hash     -    C P L              C
@@ -44,7 +48,7 @@ nova:{ns}:app:<app>:owners              set      -    E C F P T          C U B
 nova:{ns}:app:<app>:owner:<owner>       zset     -    E C F P T          C U
 nova:{ns}:usage                         hash     -    K U                C U B
 nova:{ns}:shares                        hash     -    U                  C U B
-nova:{ns}:meta                          hash     -    C R P              C R P
+nova:{ns}:meta                          hash     -    all scripts        all scripts U B
 nova:{ns}:events                        stream   -    all writers        B U Q
 nova:{ns}:web:session:<digest>          string   TTL  B                  B
 nova:{ns}:web:fails:<client>            string   TTL  B                  B
@@ -53,11 +57,12 @@ nova:{ns}:web:fails:<client>            string   TTL  B                  B
 Fields and members:
 
 - ``job:<job>``: ``id app params`` (JSON object) ``priority max_attempts name created_ms
-  started_ms finished_ms state`` (staging | queued | running | done | cancelled)
-  ``total staged pending leased done failed cancelled`` (task counts) ``seq0``
+  started_ms finished_ms state`` (staging | queued | running | done | cancelled | expired:
+  being deleted) ``total staged pending leased done failed cancelled`` (task counts) ``seq0``
   ``timeout_s`` (run-time limit per task; '' derives it) ``requires`` (JSON list of
   ``[key, op, values]``, :mod:`nova_queue.placement`) ``owner`` ``model`` (what its tasks
-  need warm).
+  need warm) ``retention_s`` (how long it stays once finished) ``purge_next`` (the lowest
+  task index not yet deleted, while it expires).
 - ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | done | failed |
   cancelled) ``input cost``; at claim ``lease_gen attempt_id attempt_count worker
   worker_name backend host deadline_ms claimed_ms predicted_s run_deadline_ms``; a backup
@@ -75,6 +80,14 @@ Fields and members:
 - ``inflight``: app -> number of leased tasks (``claim`` tells EMPTY from WAIT with it).
 - ``jobs`` / ``staging`` / ``finished`` / ``failed``: ids scored by created / created /
   finished / failed time. ``finished`` is the post-processing outbox.
+- ``expiring``: every finished (done or cancelled) job id scored by when its retention ends
+  (``finished_ms + 1000 * retention_s``); the sweep deletes the job, its tasks and index
+  entries then. ``expired``: ids of jobs so deleted (or purged), scored by when: at most
+  100,000, kept for as long again as the retention (a minute at least), so readers can say
+  "expired" rather than "unknown".
+- ``departed``: workers that left or were lost, scored by when; the sweep deletes their
+  ``worker:`` and ``held:`` keys and ``workers`` entry one retention later (unless they joined
+  again).
 - ``workers``: every registered worker id scored by join time; ``alive``: live worker ids
   scored by heartbeat expiry (ms), swept to find lost workers.
 - ``worker:<wid>``: ``id name host host_id node_id pid backend device memory_total
@@ -86,7 +99,8 @@ Fields and members:
   model it holds or is loading); ``labels`` (JSON object) ``model_loads last_done_ms``;
   its failure streak ``fail_streak fast_streak streak_since_ms streak_tids blamed
   last_error``; a quarantine ``quarantined quarantine_reason quarantined_ms
-  quarantine_until_ms cooldown_ms probe_tid``.
+  quarantine_until_ms cooldown_ms probe_tid``; ``protocol`` (the protocol version of the
+  release that registered it; none: a release before protocol checks).
 - ``held:<wid>``: task ids the worker leases. (A worker's heartbeat is its score in
   ``alive``; there is no separate heartbeat key, so the worker role needs no ``SET``.)
 - ``app:<app>:workers``: live workers serving the app; ``app:<app>:fleet``: those with a
@@ -98,8 +112,10 @@ Fields and members:
   back.
 - ``usage``: ``u:<owner>`` (recent worker-seconds, decayed) ``m:<owner>`` (ms it was last
   brought up to date) ``half_life_s``; ``shares``: owner -> share (weight; 1 when unset).
-- ``meta``: ``last_tick_ms`` (last script run) and ``grace_until_ms`` (no reaping before;
-  set after Redis was unreachable, so lease holders get one renewal window).
+- ``meta``: ``protocol`` (the namespace's protocol version, :mod:`nova_queue.protocol`; the
+  first script to find it missing writes its own, every script checks it), ``last_tick_ms``
+  (last script run) and ``grace_until_ms`` (no reaping before; set after Redis was
+  unreachable, so lease holders get one renewal window).
 - ``events``: ``XADD`` with ``MAXLEN ~``; fields ``type`` and that type's fields, both
   from the one table of event types, :data:`nova_queue.events.EVENT_TYPES` (name, fields,
   meaning).
@@ -200,12 +216,21 @@ class Keyspace:
     def finished(self) -> str:
         return self._k("finished")
 
+    def expiring(self) -> str:
+        return self._k("expiring")
+
+    def expired(self) -> str:
+        return self._k("expired")
+
     # workers
     def workers(self) -> str:
         return self._k("workers")
 
     def alive(self) -> str:
         return self._k("alive")
+
+    def departed(self) -> str:
+        return self._k("departed")
 
     def worker(self, worker_id: str) -> str:
         return self._k("worker", worker_id)

@@ -41,3 +41,10 @@ MAX_TEXT_BYTES = 8192
 MAX_TIMEOUT_S = 604_800
 #: A quarantine's cool-down (s).
 MAX_COOLDOWN_S = 86_400
+#: How long a finished job may stay in Redis (s): 10 years.
+MAX_RETENTION_S = 315_360_000
+#: The retention of a job that has none of its own (enqueued by a release before retention),
+#: and the default of ``NOVA_JOB_RETENTION_S``: 7 days.
+DEFAULT_RETENTION_S = 604_800
+#: Ids of expired jobs remembered, so readers can say "expired" rather than "unknown".
+MAX_TOMBSTONES = 100_000

@@ -8,8 +8,9 @@ defined before the code that calls it; naming it again adds nothing, and an incl
 reaches itself is an error.
 
 Then named constants are folded into the code (:func:`fold_constants`): the status codes
-``CODE.<NAME>`` and claim's wait hints ``WAIT_MS.<NAME>`` from ``errors.py`` (one definition
-for Lua and Python), and the limits an include declares as ``local MAX_X = <number>``
+``CODE.<NAME>`` and claim's wait hints ``WAIT_MS.<NAME>`` from ``errors.py`` and the protocol
+version ``PROTOCOL.VERSION`` from ``protocol.py`` (one definition for Lua and Python), and the
+limits an include declares as ``local MAX_X = <number>``
 (``common.lua``). Redis runs a script's whole chunk on every call, so each ``local`` that a
 function captures costs an upvalue per call, found by a walk over the ones already open:
 folded, constants cost nothing per call, however many small functions use them.
@@ -28,7 +29,7 @@ from typing import Any
 
 import redis
 
-from nova_queue import errors
+from nova_queue import errors, protocol
 
 _INCLUDE_RE = re.compile(r'^--- @include "([a-z_]+)"\s*$')
 _NAME_RE = re.compile(r"^([a-z_]+)-(\d+)\.lua$")
@@ -36,10 +37,11 @@ _NUMBER = r"-?[0-9][0-9.e+-]*"
 #: ``local MAX_A, MIN_B = 1, 2e-9 -- comment``: constants, folded into their uses.
 _CONSTANT_RE = re.compile(rf"^local ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*) = "
                           rf"({_NUMBER}(?:, {_NUMBER})*)\s*(?:--.*)?$", re.MULTILINE)
-#: Comments and strings (kept as they are), ``CODE.X`` / ``WAIT_MS.X``, capitalised names
-#: (not a field: ``t.MAX_X`` stays, ``'a'..MAX_X`` is folded).
+#: Comments and strings (kept as they are), ``CODE.X`` / ``WAIT_MS.X`` / ``PROTOCOL.X``,
+#: capitalised names (not a field: ``t.MAX_X`` stays, ``'a'..MAX_X`` is folded).
 _TOKEN_RE = re.compile(r"""--\[\[.*?\]\]|--[^\n]*|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|"""
-                       r"(?<!\w)(?<![^.]\.)(?:(CODE|WAIT_MS)\.)?([A-Z][A-Z0-9_]*)\b", re.DOTALL)
+                       r"(?<!\w)(?<![^.]\.)(?:(CODE|WAIT_MS|PROTOCOL)\.)?([A-Z][A-Z0-9_]*)\b",
+                       re.DOTALL)
 
 
 class IncludeError(ValueError):
@@ -67,24 +69,25 @@ def script_sources() -> dict[str, tuple[int, str]]:
 
 
 def fold_constants(source: str, name: str) -> str:
-    """``source`` with ``CODE.<NAME>`` and ``WAIT_MS.<NAME>`` (from :data:`errors.CODES` and
-    :data:`errors.WAIT_MS`) and its own ``local MAX_X = <number>`` constants written as
-    ``(<value> --[[<name>]])`` where they are used (not in comments or strings); the
-    declarations become comments. Raises IncludeError for a code or hint that errors.py
-    lacks, or a constant declared twice with different values."""
+    """``source`` with ``CODE.<NAME>``, ``WAIT_MS.<NAME>`` and ``PROTOCOL.<NAME>`` (from
+    :data:`errors.CODES`, :data:`errors.WAIT_MS` and :data:`protocol.CONSTANTS`) and its own
+    ``local MAX_X = <number>`` constants written as ``(<value> --[[<name>]])`` where they are
+    used (not in comments or strings); the declarations become comments. Raises IncludeError
+    for a name those tables lack, or a constant declared twice with different values."""
     constants: dict[str, str] = {}
     for m in _CONSTANT_RE.finditer(source):
         for const, value in zip(m.group(1).split(", "), m.group(2).split(", "), strict=True):
             if constants.setdefault(const, value) != value:
                 raise IncludeError(f"{name}: constant {const} declared twice")
     source = _CONSTANT_RE.sub(lambda m: "-- folded by scripts.py: " + m.group(0), source)
-    tables = {"CODE": errors.CODES, "WAIT_MS": errors.WAIT_MS}
+    tables = {"CODE": errors.CODES, "WAIT_MS": errors.WAIT_MS, "PROTOCOL": protocol.CONSTANTS}
 
     def fold(m: re.Match[str]) -> str:
         table, word = m.group(1), m.group(2)
         if table:
             if word not in tables[table]:
-                raise IncludeError(f"{name}: {table}.{word} is not in nova_queue/errors.py")
+                where = "protocol.py" if table == "PROTOCOL" else "errors.py"
+                raise IncludeError(f"{name}: {table}.{word} is not in nova_queue/{where}")
             return f"({tables[table][word]} --[[{table}.{word}]])"
         if word in tables:
             raise IncludeError(f"{name}: {word} is folded at load: write {word}.<NAME>")
@@ -143,6 +146,16 @@ class Scripts:
         """``SCRIPT LOAD`` every command (an admin does this for restricted worker users,
         which may only ``EVALSHA``); returns ``{command: sha}``."""
         return {name: client.script_load(script.script) for name, script in self._scripts.items()}
+
+    def shas(self) -> dict[str, str]:
+        """``{command: sha}`` of every command (what ``SCRIPT EXISTS`` asks about)."""
+        return {name: script.sha for name, script in self._scripts.items()}
+
+    def queue(self, pipe: Any, name: str, keys: list[str], args: list[Any]) -> None:
+        """Queue command ``name`` on a redis-py pipeline; its reply comes with ``execute``."""
+        if len(keys) != self._numkeys[name]:
+            raise ValueError(f"{name} takes {self._numkeys[name]} keys, got {len(keys)}")
+        self._scripts[name](keys=keys, args=args, client=pipe)
 
     def call(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run command ``name``; ``keys`` must be exactly as many as its file name says."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nova_queue.errors import ConfigError
 from nova_queue.keys import check_namespace
+from nova_queue.limits import DEFAULT_RETENTION_S, MAX_RETENTION_S
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 #: Largest prompts input ``enqueue`` reads by default (64 MiB).
@@ -74,6 +75,11 @@ class Settings:
     abandon_grace_s: float = 30.0
     #: Approximate length cap of the event stream. Env ``NOVA_EVENTS_MAXLEN``.
     events_maxlen: int = 100_000
+    #: How long a finished (done or cancelled) job stays in Redis, with its tasks, before the
+    #: retention sweep deletes it (``enqueue --retention`` per job); workers that left or were
+    #: lost are forgotten after as long. Results in the store stay. 0..315360000 s (7 days).
+    #: Env ``NOVA_JOB_RETENTION_S``.
+    job_retention_s: int = DEFAULT_RETENTION_S
     #: Token that allows job submission in the web gallery (read-only without). Env ``NOVA_WEB_TOKEN``.
     web_token: str = ""
     #: Key that signs the gallery's session cookies (CSRF, write access); random per process
@@ -139,6 +145,8 @@ class Settings:
                               "0.001 to 86400 s")
         if self.abandon_grace_s <= 0:
             raise ConfigError("abandon grace must be positive")
+        if not 0 <= self.job_retention_s <= MAX_RETENTION_S:
+            raise ConfigError(f"job retention must be from 0 to {MAX_RETENTION_S} s")
 
 
     @property

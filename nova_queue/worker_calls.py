@@ -106,7 +106,7 @@ class WorkerCalls:
         bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
                                  for a, b in (bench or {}).items()})
         _, rejoined = self._call(
-            "register", [k.worker(worker_id), k.workers(), k.alive(), k.events()],
+            "register", [k.worker(worker_id), k.workers(), k.alive(), k.events(), k.meta()],
             [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,
              json.dumps(clean), ",".join(app_list), bench_json])
         return bool(int(rejoined))
@@ -117,7 +117,7 @@ class WorkerCalls:
         code, released = self._call(
             "deregister",
             [k.worker(worker_id), k.held(worker_id), k.leases(), k.alive(), k.inflight(),
-             k.failed(), k.finished(), k.events()],
+             k.failed(), k.finished(), k.events(), k.meta()],
             [self.prefix, worker_id, self._maxlen])
         return int(released) if code == 0 else 0
 
@@ -254,7 +254,7 @@ class WorkerCalls:
         prefer that model's jobs for it). Returns how many loads it did."""
         k = self.keys
         code, loads = self._call(
-            "loaded", [k.worker(worker_id), k.alive(), k.events()],
+            "loaded", [k.worker(worker_id), k.alive(), k.events(), k.meta()],
             [self.prefix, worker_id, app, model, repr(max(0.0, min(float(load_s), MAX_RUN_S))),
              self.settings.ema_alpha, self._maxlen])
         errors.raise_for_code(int(code), detail="worker not registered")
@@ -319,7 +319,8 @@ class WorkerCalls:
             raise errors.InputError(f"cool-down must be from 0.001 to {MAX_COOLDOWN_S} s")
         k = self.keys
         code, state = self._call(
-            "quarantine", [k.worker(worker_id), k.alive(), k.failed(), k.finished(), k.events()],
+            "quarantine", [k.worker(worker_id), k.alive(), k.failed(), k.finished(), k.events(),
+                           k.meta()],
             [self.prefix, worker_id, "quarantine" if quarantined else "release",
              reason[:500], int(cooldown * 1000), self._maxlen])
         errors.raise_for_code(int(code), detail=str(state))

@@ -23,6 +23,7 @@ from nova_queue.timeline import job_timeline
 from nova_queue.web.extensions import nova
 from nova_queue.web.livefeed import parse_event_id
 from nova_queue.web.present import timeline_view
+from nova_queue.web.text import missing_status
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -56,7 +57,7 @@ def job(job_id: str) -> Any:
     try:
         status = nova.client.job(job_id)
     except JobNotFoundError as exc:
-        abort(404, str(exc))
+        abort(missing_status(exc), str(exc))
     return jsonify({**status.to_json(),
                     "eligible_workers": len(nova.client.eligible_workers(status.app,
                                                                          status.requires))})
@@ -68,7 +69,7 @@ def timeline(job_id: str) -> Any:
     try:
         tl = job_timeline(nova.client, job_id)
     except JobNotFoundError as exc:
-        abort(404, str(exc))
+        abort(missing_status(exc), str(exc))
     return jsonify(timeline_view(tl))
 
 

@@ -15,6 +15,7 @@ load run ``create_app()`` under gunicorn with ``--worker-class gthread --threads
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import secrets
@@ -29,7 +30,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
 
 from nova_queue.client import NovaClient
-from nova_queue.errors import ConfigError, NovaError
+from nova_queue.errors import ConfigError, NovaError, ProtocolMismatchError
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
 from nova_queue.web import (
@@ -125,8 +126,18 @@ def create_app(test_config: Mapping[str, Any] | None = None, *,
                    results, metrics):
         app.register_blueprint(module.bp)
     metrics.init_app(app, state_of(app).client)
+    app.before_request(functools.partial(_check_protocol, state_of(app)))
     _register_errors(app)
     return app
+
+
+def _check_protocol(state: Any) -> None:
+    """Before each request: a namespace of another protocol answers 503 (asked every 30 s);
+    with Redis down the page's own reads answer that."""
+    try:
+        state.check_protocol()
+    except redis.RedisError:
+        pass
 
 
 def _wants_json() -> bool:
@@ -158,6 +169,14 @@ def _register_errors(app: Flask) -> None:
         return render_template("error.html", code=503, title="Redis unavailable",
                                message=message), 503
 
+    @app.errorhandler(ProtocolMismatchError)
+    def protocol_mismatch(exc: ProtocolMismatchError) -> Any:
+        log.error("refusing to serve: %s", exc)
+        if _wants_json():
+            return jsonify({"error": str(exc)}), 503
+        return render_template("error.html", code=503, title="Protocol mismatch",
+                               message=str(exc)), 503
+
     @app.errorhandler(NovaError)
     def nova_error(exc: NovaError) -> Any:
         if _wants_json():
@@ -186,6 +205,10 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, *,
           on_ready: Callable[[int], None] | None = None) -> None:
     """Serve until interrupted; ``on_ready`` gets the bound port (useful with port 0)."""
     app = create_app(settings=settings, bind_host=host)
+    try:
+        state_of(app).check_protocol()  # refuse to start on a namespace of another protocol
+    except redis.RedisError as exc:  # Redis not up yet: every page checks again
+        log.warning("cannot check the namespace's protocol version yet: %s", exc)
     server = make_web_server(settings, host, port, app)
     log.debug("nova-queue web serving on http://%s:%d", host, server.port)
     if on_ready is not None:

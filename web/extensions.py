@@ -5,16 +5,20 @@ nova-queue clients (a NovaClient and a lazily opened result store) kept in
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from flask import Flask, current_app
 from flask_sock import Sock
 
+from nova_queue import protocol
 from nova_queue.client import NovaClient
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 
 sock = Sock()
+#: How often the gallery asks Redis for the namespace's protocol version (seconds).
+PROTOCOL_CHECK_S = 30.0
 
 
 class NovaState:
@@ -26,6 +30,7 @@ class NovaState:
         self.client = client or NovaClient.from_settings(settings)
         self._store = store
         self._lock = threading.Lock()
+        self._protocol_ok_at: float | None = None
 
     @property
     def store(self) -> ResultStore:
@@ -35,6 +40,15 @@ class NovaState:
                 self._store = open_store(self.settings.resolved_store_url,
                                          public_endpoint=self.settings.s3_public_endpoint)
             return self._store
+
+    def check_protocol(self) -> None:
+        """Raise ProtocolMismatchError if the namespace speaks another protocol version than
+        this release; asks Redis at most every PROTOCOL_CHECK_S while it agrees."""
+        now = time.monotonic()
+        if self._protocol_ok_at is not None and now - self._protocol_ok_at < PROTOCOL_CHECK_S:
+            return
+        protocol.check(self.client.redis, self.client.keys)
+        self._protocol_ok_at = now
 
     def close(self) -> None:
         """Release connections."""

@@ -25,6 +25,7 @@ from nova_queue.web.extensions import nova, sock
 from nova_queue.web.livefeed import EventsFeed, JobFeed
 from nova_queue.web.present import app_warnings, host_groups
 from nova_queue.web.security import check_origin
+from nova_queue.web.text import missing_status
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ def job_poll(job_id: str) -> Any:
     try:
         return jsonify(feed.resume(request.args.get("after")))
     except JobNotFoundError as exc:
-        abort(404, str(exc))
+        abort(missing_status(exc), str(exc))
 
 
 @bp.get("/api/live/events")

@@ -181,6 +181,10 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                    "returned to the queue"),
     "worker_lost": lambda f, who: (f"worker {who} lost (heartbeat expired); "
                                    f"{f.get('released', 0)} tasks released"),
+    "job_expired": lambda f, who: (f"job {f.get('job')} expired from Redis ({f.get('why')}): "
+                                   f"{f.get('tasks')} tasks deleted"),
+    "worker_forgotten": lambda f, who: f"worker {who} forgotten (gone for a retention)",
+    "repaired": lambda f, who: f"doctor repaired {f.get('target')} ({f.get('op')}): {f.get('what')}",
     "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
                              "renewal window"),
     "model_loaded": lambda f, who: (f"worker {who} loaded {f.get('model')} for "

@@ -65,3 +65,10 @@ def fmt_age(then_ms: int | None, now_ms: int) -> str:
     if not then_ms:
         return "never"
     return f"{fmt_seconds(max(0, now_ms - then_ms) / 1000)} ago"
+
+
+def missing_status(exc: Exception) -> int:
+    """HTTP status for a job that cannot be read: 410 Gone once it expired, else 404."""
+    from nova_queue.errors import JobExpiredError
+
+    return 410 if isinstance(exc, JobExpiredError) else 404

@@ -19,6 +19,7 @@ from nova_queue.web.livefeed import PAGE_SIZE, EventsFeed, JobFeed
 from nova_queue.web.present import task_view
 from nova_queue.web.security import WriteDenied, check_csrf, safe_next_path
 from nova_queue.web.submit import SubmitForm, submit
+from nova_queue.web.text import missing_status
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def gallery(job_id: str) -> Any:
     try:
         snap = feed.snapshot()
     except JobNotFoundError as exc:
-        abort(404, str(exc))
+        abort(missing_status(exc), str(exc))
     start, stop = snap["window"]
     total = snap["job"]["total"]
     pages = {"prev": max(0, start - PAGE_SIZE) if start > 0 else None,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import redis
 
 from nova_queue.client import NovaClient
+from nova_queue.errors import ProtocolMismatchError
 from nova_queue.models import Lease
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class Heartbeat(threading.Thread):
         #: monotonic time of the last successful renewal
         self.last_ok = time.monotonic()
         self.beats = 0
+        #: set when a renewal was refused for the namespace's protocol (the loop stops)
+        self.refused: ProtocolMismatchError | None = None
 
     # ---- lease bookkeeping (called from the main thread) ----
     def hold(self, leases: list[Lease]) -> None:
@@ -88,6 +91,11 @@ class Heartbeat(threading.Thread):
             res = self.client.renew(self.worker_id, leases)
         except redis.RedisError as exc:
             log.warning("heartbeat failed (%s); retrying in %.1f s", exc, self.interval_s)
+            return
+        except ProtocolMismatchError as exc:  # the namespace moved on: beating cannot help
+            log.error("heartbeat stopped: %s", exc)
+            self.refused = exc
+            self._halt.set()
             return
         self.last_ok = time.monotonic()
         self.beats += 1

@@ -28,9 +28,10 @@ from typing import Any
 
 import redis
 
+from nova_queue import __version__, protocol
 from nova_queue.apps.base import AppContext
 from nova_queue.client import NovaClient
-from nova_queue.errors import WorkerLostError
+from nova_queue.errors import NovaError, WorkerLostError
 from nova_queue.models import Lease
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
@@ -121,10 +122,11 @@ class Worker:
         """Redis, backend, identity, apps, startup benchmark, registration, heartbeat."""
         from nova_queue.stores import open_store
 
-        # Redis first: bad credentials fail before minutes of model loading and benchmark
+        # Redis and its protocol first: bad credentials or releases fail before minutes of set-up
         if not wait_for_redis(self.client.redis.ping, self.settings.redis_url,
                               self.stop_event):
             raise WorkerShutdown()
+        protocol.check(self.client.redis, self.client.keys)  # register checks it again
         self.info = detect_backend(self.options.backend)
         node = load_or_create_node(Path(self.settings.home), self.options.name)
         self.worker_id = new_worker_id(node)
@@ -372,7 +374,7 @@ class Worker:
                 released = self.client.deregister_worker(self.worker_id)
                 if released:
                     log.info("released %d lease(s) without using an attempt", released)
-            except redis.RedisError as exc:
+            except (redis.RedisError, NovaError) as exc:
                 log.warning("could not deregister (%s); leases expire on their own", exc)
         for app in self.apps.values():
             try:

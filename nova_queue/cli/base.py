@@ -33,11 +33,16 @@ class Context:
         self.settings = settings
         self.debug = debug
 
-    def client(self):
-        """A NovaClient for the configured Redis and namespace."""
+    def client(self, *, check_protocol: bool = True):
+        """A NovaClient for the configured Redis and namespace; unless told otherwise it
+        refuses a namespace of another protocol version (ProtocolMismatchError)."""
+        from nova_queue import protocol
         from nova_queue.client import NovaClient
 
-        return NovaClient.from_settings(self.settings)
+        client = NovaClient.from_settings(self.settings)
+        if check_protocol:
+            protocol.check(client.redis, client.keys)
+        return client
 
     def store(self):
         """The configured result store."""

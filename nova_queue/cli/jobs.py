@@ -13,11 +13,12 @@ import click
 from nova_queue.apps.base import AppSpec
 from nova_queue.apps.registry import load_app
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
-from nova_queue.cli.options import parse_pairs
+from nova_queue.cli.options import Duration, parse_pairs
 from nova_queue.cli.text import safe_json, short, visible
 from nova_queue.cli.wait import summary, wait_for_job
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
+from nova_queue.limits import MAX_RETENTION_S
 from nova_queue.models import JobStatus, TaskSpec
 from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
@@ -49,6 +50,11 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
 @click.option("--owner", default=None, envvar="NOVA_OWNER",
               help="Whose share of the pool the job uses (fair share).  [default: "
                    "NOVA_OWNER or the login name]")
+@click.option("--retention", "retention_s", type=Duration(MAX_RETENTION_S), default=None,
+              metavar="AGE",
+              help="How long the finished job stays in Redis (seconds, or 90m, 12h, 3d): "
+                   "then it is deleted with its tasks; its results stay in the store.  "
+                   "[default: NOVA_JOB_RETENTION_S or 604800 (7 days)]")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Refuse prompt input larger than N bytes.  "
                    "[default: NOVA_MAX_PROMPT_BYTES or 67108864 (64 MiB)]")
@@ -62,8 +68,8 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
 @handle_errors
 def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_attempts: int | None,
             priority: int, name: str | None, timeout_s: float | None,
-            requires: tuple[str, ...], owner: str | None, max_bytes: int | None, wait: bool,
-            as_json: bool) -> None:
+            requires: tuple[str, ...], owner: str | None, retention_s: int | None,
+            max_bytes: int | None, wait: bool, as_json: bool) -> None:
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
@@ -77,13 +83,12 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     job_id = client.enqueue(
         app, specs, params=parsed, priority=priority, max_attempts=max_attempts,
         name=name or ("stdin" if file == "-" else Path(file).name), timeout_s=timeout_s,
-        requires=reqs, owner=owner, model=application.model_key(parsed))
+        retention_s=retention_s, requires=reqs, owner=owner, model=application.model_key(parsed))
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
         click.echo(json.dumps({"job_id": job_id}))
-    note = no_worker_note(client, app, reqs)
-    if note:
+    if note := no_worker_note(client, app, reqs):
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)

@@ -288,7 +288,7 @@ def test_a_worker_credential_cannot_freeze_redis_with_forged_counts(acl_redis, n
     k = worker.keys
     try:
         worker.redis.hset(k.job(job), "total", 10**12)  # the worker role may HSET
-        keys = [k.job(job), k.pending("synthetic"), k.finished(), k.events()]
+        keys = [k.job(job), k.pending("synthetic"), k.finished(), k.events(), k.meta()]
         with pytest.raises(InputError, match="count"):
             worker._call("cancel", keys, [worker.prefix, job, 0, 10**12, 1000])
         root.config_resetstat()

@@ -88,7 +88,7 @@ def stage_first_chunk(nova, job_id: str, total: int = 4) -> None:
     meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
                        "total": total, "name": "big.txt"})
     keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending("synthetic"),
-            k.seq(), k.events(), k.apps()]
+            k.seq(), k.events(), k.apps(), k.meta()]
     res = nova.scripts.call("enqueue", keys, [nova.prefix, job_id, 1, 0, meta, 0, 1000,
                                               "a", "1", "b", "1"])
     assert res[0] == 0

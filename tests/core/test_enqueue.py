@@ -1,4 +1,4 @@
-"""enqueue-8 and abort-3 against a real Redis: atomic jobs, chunking, rejection."""
+"""enqueue-9 and abort-4 against a real Redis: atomic jobs, chunking, rejection."""
 
 import json
 
@@ -17,11 +17,11 @@ def ns_keys(nova):
 
 
 def raw_job(nova, job, total):
-    """enqueue-8's KEYS for a synthetic ``job`` and its fields (``total`` tasks), to call the
+    """enqueue-9's KEYS for a synthetic ``job`` and its fields (``total`` tasks), to call the
     script chunk by chunk as the client does (the KEYS order written out: it is the contract)."""
     k = nova.keys
     keys = [k.job(job), k.jobs(), k.staging(), k.stage(job), k.pending("synthetic"), k.seq(),
-            k.events(), k.apps()]
+            k.events(), k.apps(), k.meta()]
     meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
                        "total": total, "name": ""})
     return keys, meta
@@ -141,8 +141,9 @@ def test_client_aborts_a_partly_written_job(nova, monkeypatch):
         nova.enqueue("synthetic", specs(50), chunk_size=10, job_id="partial")
     assert calls["n"] == 3
     monkeypatch.setattr(nova.scripts, "call", real)
-    # only the namespace's sequence counter moved on; no job, task or index entry remains
-    assert [k for k in ns_keys(nova) if k != nova.keys.seq()] == before
+    # only the namespace's sequence counter moved on (and meta records its protocol); no
+    # job, task or index entry remains
+    assert [k for k in ns_keys(nova) if k not in (nova.keys.seq(), nova.keys.meta())] == before
 
 
 def test_abandoned_staging_job_is_collected_by_reap(nova):

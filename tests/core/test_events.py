@@ -8,9 +8,9 @@ import re
 from importlib import resources
 
 import pytest
-from novatests.seed import expire_worker
+from novatests.seed import departed_long_ago, expire_worker
 
-from nova_queue import TaskSpec
+from nova_queue import TaskSpec, doctor
 from nova_queue.errors import JobCancelledError
 from nova_queue.events import EVENT_TYPES
 from nova_queue.keys import result_key
@@ -176,6 +176,11 @@ def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     nova.set_quarantine("w3", True, reason="test")  # worker_quarantined
     nova.set_quarantine("w3", False)  # worker_released
     nova.note_loaded("w3", "synthetic", "model-a", 1.5)  # model_loaded
+    assert nova.purge(job) == 3  # job_expired
+    departed_long_ago(nova, "w2")
+    assert nova.expire()["workers"] == 1  # worker_forgotten
+    nova.redis.hset(nova.keys.inflight(), "synthetic", 99)
+    assert doctor.run(nova, fix=True).repaired  # repaired
 
     events = nova.events(count=10_000)
     assert {e.type for e in events} == set(EVENT_TYPES)

@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from nova_queue import errors
+from nova_queue import errors, protocol
 from nova_queue.scripts import IncludeError, expand_includes, fold_constants, script_sources
 
 FOLDER = resources.files("nova_queue.lua")
@@ -115,7 +115,8 @@ def test_command_bodies_are_short(name):
 
 # -- status codes and wait hints: one definition (errors.py) ---------------------------------
 
-FOLDED = re.compile(r"\((-?[0-9][0-9.e+-]*) --\[\[(?:(CODE|WAIT_MS)\.)?([A-Z][A-Z0-9_]*)\]\]\)")
+FOLDED = re.compile(r"\((-?[0-9][0-9.e+-]*) --\[\[(?:(CODE|WAIT_MS|PROTOCOL)\.)?"
+                    r"([A-Z][A-Z0-9_]*)\]\]\)")
 
 
 def test_codes_hints_and_limits_are_folded_from_their_one_definition():
@@ -124,17 +125,18 @@ def test_codes_hints_and_limits_are_folded_from_their_one_definition():
     for names, values in re.findall(r"^local ([A-Z]\w+(?:, [A-Z]\w+)*) = ([0-9.e+-]+(?:, "
                                     r"[0-9.e+-]+)*)", common, re.MULTILINE):
         limits.update(zip(names.split(", "), values.split(", ")))
-    tables = {"CODE": errors.CODES, "WAIT_MS": errors.WAIT_MS}
+    tables = {"CODE": errors.CODES, "WAIT_MS": errors.WAIT_MS, "PROTOCOL": protocol.CONSTANTS}
     seen = set()
     for name, (_, source) in script_sources().items():
         for value, table, word in FOLDED.findall(source):
             expected = tables[table][word] if table else limits[word]
             assert value == str(expected), f"{name}: {table}.{word}"
             seen.add(f"{table}.{word}" if table else word)
-        left = re.findall(r"(?<!\w)(?<![^.]\.)(?:CODE|WAIT_MS|MAX_[A-Z_]+|MIN_[A-Z_]+|SCORE_\w+)\b",
+        left = re.findall(r"(?<!\w)(?<![^.]\.)(?:CODE|WAIT_MS|PROTOCOL|MAX_[A-Z_]+|MIN_[A-Z_]+|"
+                          r"SCORE_\w+)\b",
                           lua_code(source))
         assert not left, f"{name}: not folded: {left}"
-    assert {"CODE.WAIT", "CODE.BAD_INPUT", "WAIT_MS.EMPTY", "MAX_CLAIM_K"} <= seen
+    assert {"CODE.WAIT", "CODE.BAD_INPUT", "WAIT_MS.EMPTY", "MAX_CLAIM_K", "PROTOCOL.VERSION"} <= seen
 
 
 def test_folding_keeps_the_lua_meaning(r):
@@ -153,6 +155,7 @@ def test_folding_keeps_the_lua_meaning(r):
 @pytest.mark.parametrize("source, message", [
     ("return CODE.NOPE", "x-0.lua: CODE.NOPE is not in nova_queue/errors.py"),
     ("return WAIT_MS.SOON", "x-0.lua: WAIT_MS.SOON is not in nova_queue/errors.py"),
+    ("return PROTOCOL.MINOR", "x-0.lua: PROTOCOL.MINOR is not in nova_queue/protocol.py"),
     ("local c = CODE", "x-0.lua: CODE is folded at load: write CODE.<NAME>"),
     ("local MAX_A = 1\nlocal MAX_A = 2", "x-0.lua: constant MAX_A declared twice"),
 ])

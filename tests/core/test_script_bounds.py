@@ -159,7 +159,8 @@ def test_python_limits_equal_the_lua_limits():
 
 def test_every_script_is_attacked_below():
     attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "renew", "complete",
-                "fail", "register", "deregister", "retry", "enqueue", "quarantine", "loaded"}
+                "fail", "register", "deregister", "retry", "enqueue", "quarantine", "loaded",
+                "expire", "purge", "repair"}
     assert set(script_sources()) == attacked
 
 
@@ -168,7 +169,8 @@ def test_every_script_is_attacked_below():
 def test_cancel_with_a_forged_total_of_10_to_the_12(nova, meter):
     job = seed_job(nova, 3)
     nova.redis.hset(k(nova).job(job), "total", BIG)  # the worker role may HSET
-    keys = [k(nova).job(job), k(nova).pending("synthetic"), k(nova).finished(), k(nova).events()]
+    keys = [k(nova).job(job), k(nova).pending("synthetic"), k(nova).finished(), k(nova).events(),
+            k(nova).meta()]
     res, _ = assert_bounded(meter, lambda: call(nova, "cancel", keys,
                                                 [nova.prefix, job, 0, 2000, 1000]))
     assert res == [0, -1]
@@ -183,7 +185,8 @@ def test_cancel_of_a_huge_job_visits_a_chunk_per_call(nova, meter):
     job = nova.enqueue("synthetic", [TaskSpec("t", 1.0)] * 25_000)
     nova.redis.hset(k(nova).job(job), mapping={"total": BIG, "seq0": 0, "priority": 1000})
     nova.cancel(job)  # aimed at the wrong range by the forged fields: still terminates
-    keys = [k(nova).job(job), k(nova).pending("synthetic"), k(nova).finished(), k(nova).events()]
+    keys = [k(nova).job(job), k(nova).pending("synthetic"), k(nova).finished(), k(nova).events(),
+            k(nova).meta()]
     nova.redis.hset(k(nova).job(job), mapping={"total": 25_000, "priority": 0,
                                                 "seq0": int(nova.redis.get(k(nova).seq())) - 25_000})
     cursor, calls = "0", 0
@@ -196,11 +199,12 @@ def test_cancel_of_a_huge_job_visits_a_chunk_per_call(nova, meter):
 
 
 def test_abort_and_reap_with_a_forged_staged_count(nova, meter):
-    keys = [k(nova).job("stuck"), k(nova).staging(), k(nova).stage("stuck")]
+    keys = [k(nova).job("stuck"), k(nova).staging(), k(nova).stage("stuck"), k(nova).meta()]
     meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
                        "total": 5, "name": ""})
     enq = [k(nova).job("stuck"), k(nova).jobs(), k(nova).staging(), k(nova).stage("stuck"),
-           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps()]
+           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps(),
+           k(nova).meta()]
     call(nova, "enqueue", enq, [nova.prefix, "stuck", 1, 0, meta, 0, 1000, "a", "1", "b", "1"])
     nova.redis.hset(k(nova).job("stuck"), "staged", BIG)
     assert_bounded(meter, lambda: call(nova, "abort", keys, [nova.prefix, "stuck", BIG]),
@@ -347,7 +351,8 @@ def test_complete_and_fail_with_forged_fields(nova, meter):
 
 
 def test_register_with_huge_and_forged_json(nova, meter):
-    keys = [k(nova).worker("w"), k(nova).workers(), k(nova).alive(), k(nova).events()]
+    keys = [k(nova).worker("w"), k(nova).workers(), k(nova).alive(), k(nova).events(),
+            k(nova).meta()]
 
     def register(fields, apps, bench="{}", ttl=10_000):
         return lambda: call(nova, "register", keys, [nova.prefix, "w", ttl, 1000, fields, apps, bench])
@@ -381,7 +386,8 @@ def test_deregister_with_huge_held_set_and_apps_field(nova, meter):
     fill_set(r, k(nova).held("w"), HUGE_SET, prefix=f"{job}:9")
     r.hset(k(nova).worker("w"), "apps", ",".join(f"a{i}" for i in range(HUGE_SET)))
     keys = [k(nova).worker("w"), k(nova).held("w"), k(nova).leases(), k(nova).alive(),
-            k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events()]
+            k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events(),
+            k(nova).meta()]
     res, _ = assert_bounded(meter, lambda: call(nova, "deregister", keys, [nova.prefix, "w", 1000]))
     assert res[0] == 0
     assert_bounded(meter, lambda: call(nova, "deregister", keys, [nova.prefix, "w", -1]),
@@ -395,11 +401,12 @@ def test_retry_and_enqueue_with_forged_and_huge_input(nova, meter):
     r.hset(k(nova).job(job), mapping={"priority": "nan", "seq0": "1e300"})
     r.hset(k(nova).task(f"{job}:0"), "state", "failed")
     keys = [k(nova).task(f"{job}:0"), k(nova).job(job), k(nova).pending("synthetic"),
-            k(nova).failed(), k(nova).finished(), k(nova).events()]
+            k(nova).failed(), k(nova).finished(), k(nova).events(), k(nova).meta()]
     res, _ = assert_bounded(meter, lambda: call(nova, "retry", keys, [nova.prefix, f"{job}:0", 1000]))
     assert res[0] == 0
     enq = [k(nova).job("big"), k(nova).jobs(), k(nova).staging(), k(nova).stage("big"),
-           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps()]
+           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps(),
+           k(nova).meta()]
     meta = {"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3, "total": 1}
     pairs = [x for i in range(20_000) for x in (f"t{i}", "1")]
     _, inner = assert_bounded(meter, lambda: call(
@@ -420,7 +427,8 @@ def test_publish_of_a_huge_stage_set_moves_a_chunk_per_call(nova, meter):
     r = nova.redis
     seed_job(nova, 1)  # the pending set is not empty: no O(1) RENAME
     enq = [k(nova).job("big"), k(nova).jobs(), k(nova).staging(), k(nova).stage("big"),
-           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps()]
+           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps(),
+           k(nova).meta()]
     meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
                        "total": 2})
     call(nova, "enqueue", enq, [nova.prefix, "big", 1, 0, meta, 0, 1000, "a", "1"])
@@ -448,7 +456,7 @@ def test_quarantine_blame_and_refunds_with_forged_lists(nova, meter):
         r.hset(k(nova).worker(f"v{i}"), mapping={"id": f"v{i}", "streak_tids": f"{job}:0"})
     r.hset(k(nova).worker("w"), mapping={"streak_tids": forged_tids, "apps": "synthetic," * 10_000})
     keys = [k(nova).worker("w"), k(nova).alive(), k(nova).failed(), k(nova).finished(),
-            k(nova).events()]
+            k(nova).events(), k(nova).meta()]
     res, _ = assert_bounded(meter, lambda: call(nova, "quarantine", keys, [
         nova.prefix, "w", "quarantine", "x" * 1_000_000, BIG, 1000]), expect_bad=True)
     res, _ = assert_bounded(meter, lambda: call(nova, "quarantine", keys, [
@@ -496,3 +504,89 @@ def test_the_backup_search_with_a_huge_lease_set(nova, meter):
                                                     claim_args(nova, "idle")))
     assert res[0] == 0 and json.loads(res[2])[0]["backup"] is True
     assert inner < 3 * limits.MAX_CLAIM_K + 200
+
+
+# -- the retention sweep and purge: forged indexes, huge jobs --------------------------------
+
+def expire_call(nova, budget=2000, retention_s=0):
+    keys = [k(nova).expiring(), k(nova).departed(), k(nova).expired(), k(nova).jobs(),
+            k(nova).finished(), k(nova).failed(), k(nova).workers(), k(nova).alive(),
+            k(nova).meta(), k(nova).events()]
+    return lambda: call(nova, "expire", keys, [nova.prefix, budget, retention_s, 1000])
+
+
+def test_expire_with_forged_indexes_and_a_huge_finished_job(nova, meter):
+    r = nova.redis
+    job = nova.enqueue("synthetic", [TaskSpec("t", 1.0)] * 25_000)
+    nova.cancel(job)  # finished (cancelled): in the retention index
+    r.hset(k(nova).job(job), mapping={"total": BIG, "purge_next": BIG})
+    # junk a worker credential may ZADD: non-ids, jobs that do not exist, due long ago
+    fill_zset(r, k(nova).expiring(), HUGE_SET, lambda i: f"junk {i}" if i % 2 else f"nojob{i}",
+              lambda i: 1)
+    fill_zset(r, k(nova).departed(), HUGE_SET, lambda i: f"w{i}", lambda i: 1)
+    fill_zset(r, k(nova).expired(), limits.MAX_TOMBSTONES + HUGE_SET, lambda i: f"gone{i}",
+              lambda i: 10**15)  # recent, but past the cap
+    r.zadd(k(nova).expiring(), {job: 1})
+    calls = 0
+    while r.exists(k(nova).job(job)) or r.zcard(k(nova).expiring()):
+        (code, *_), _ = assert_bounded(meter, expire_call(nova))
+        assert code == 0
+        calls += 1
+        assert calls < 400
+    assert not r.exists(k(nova).task(f"{job}:0")) and not r.exists(k(nova).task(f"{job}:24999"))
+    while r.zcard(k(nova).departed()):
+        assert_bounded(meter, expire_call(nova))
+    assert r.zcard(k(nova).expired()) <= limits.MAX_TOMBSTONES + limits.MAX_VISIT
+    for bad in ((BIG, 0), (0, 0), (10, -1), (10, BIG)):
+        assert_bounded(meter, expire_call(nova, *bad), expect_bad=True)
+
+
+def test_purge_of_a_huge_job_deletes_a_chunk_per_call(nova, meter):
+    r = nova.redis
+    job = nova.enqueue("synthetic", [TaskSpec("t", 1.0)] * 5_000)
+    keys = [k(nova).job(job), k(nova).expiring(), k(nova).expired(), k(nova).jobs(),
+            k(nova).finished(), k(nova).failed(), k(nova).meta(), k(nova).events()]
+    res, _ = assert_bounded(meter, lambda: call(nova, "purge", keys,
+                                                [nova.prefix, job, 2000, 1000]))
+    assert res == [-11, "queued"]  # not finished: refused, nothing deleted
+    nova.cancel(job)
+    r.hset(k(nova).job(job), "total", BIG)
+    left, calls = 1, 0
+    while left:
+        (code, n, left), _ = assert_bounded(meter, lambda: call(nova, "purge", keys,
+                                                               [nova.prefix, job, 2000, 1000]))
+        assert code == 0 and n <= 2000
+        calls += 1
+    assert calls == 3 and not r.exists(k(nova).job(job))
+    assert_bounded(meter, lambda: call(nova, "purge", keys, [nova.prefix, job, BIG, 1000]),
+                   expect_bad=True)
+
+
+def test_repair_with_a_huge_job_and_lease_set(nova, meter):
+    """doctor's repair script: a recount visits MAX_VISIT tasks per call, inflight is counted
+    only over a lease set of at most MAX_VISIT members, forged ARGV is refused."""
+    r = nova.redis
+    job = nova.enqueue("synthetic", [TaskSpec("t", 1.0)] * 5_000)
+    keys = [k(nova).leases(), k(nova).inflight(), k(nova).failed(), k(nova).finished(),
+            k(nova).jobs(), k(nova).staging(), k(nova).expiring(), k(nova).departed(),
+            k(nova).alive(), k(nova).workers(), k(nova).meta(), k(nova).events()]
+    head = [nova.prefix, 1000, "fix"]
+    r.hset(k(nova).job(job), mapping={"total": BIG, "pending": BIG})
+    nxt, counts, calls = 0, [0] * 5, 0
+    while nxt >= 0:
+        res, _ = assert_bounded(meter, lambda n=nxt, c=counts: call(
+            nova, "repair", keys, [*head, "recount", job, n, *c]), expect_bad=False)
+        nxt, counts, calls = int(res[2]), res[3:8], calls + 1
+    assert calls == 3 and r.hget(k(nova).job(job), "pending") == "5000"
+    fill_zset(r, k(nova).leases(), limits.MAX_VISIT, lambda i: f"{job}:{i}", lambda i: 1)
+    res, _ = assert_bounded(meter, lambda: call(nova, "repair", keys,
+                                                [*head, "inflight", "synthetic"]))
+    assert res[1] == ""  # those tasks are pending, not leased: inflight stays 0
+    fill_zset(r, k(nova).leases(), HUGE_SET, lambda i: f"x{i}:0", lambda i: 1)
+    res, _ = assert_bounded(meter, lambda: call(nova, "repair", keys,
+                                                [*head, "inflight", "synthetic"]))
+    assert res[1].startswith("not counted")
+    for bad in (["recount", job, -1, 0, 0, 0, 0, 0], ["recount", job, 0, BIG, 0, 0, 0, 0],
+                ["member", "held", "w", "x" * 100_000], ["nope", job], ["task", "no id"]):
+        assert_bounded(meter, lambda b=bad: call(nova, "repair", keys, [*head, *b]),
+                       expect_bad=True)

@@ -157,7 +157,8 @@ def test_scripts_check_their_keys(nova, redis_url):
         res = nova.scripts.call("retry", [other.keys.task(lease.task_id),
                                           other.keys.job(lease.job_id),
                                           other.keys.pending("synthetic"), other.keys.failed(),
-                                          other.keys.finished(), other.keys.events()],
+                                          other.keys.finished(), other.keys.events(),
+                                          other.keys.meta()],
                                 [nova.prefix, lease.task_id, 1000])
         assert res[0] == BAD_INPUT and "KEYS" in res[1]
         # complete: KEYS[1] and KEYS[2] must be the reported task's and its job's
@@ -185,7 +186,7 @@ def test_renew_register_fail_and_reap_refuse_out_of_range_numbers(nova):
     res = nova.scripts.call("renew", renew_keys, [nova.prefix, "w", 1000, 10, 1000, 10,
                                                   "not a task id", "1", "x"])
     assert res[0] == BAD_INPUT
-    reg_keys = [k.worker("x"), k.workers(), k.alive(), k.events()]
+    reg_keys = [k.worker("x"), k.workers(), k.alive(), k.events(), k.meta()]
     res = nova.scripts.call("register", reg_keys, [nova.prefix, "x", 0, 1000, "{}", "synthetic",
                                                    "{}"])
     assert res[0] == BAD_INPUT and not nova.redis.exists(k.worker("x"))

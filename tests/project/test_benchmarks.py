@@ -145,7 +145,28 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     # every target, as the report computes it, is in the document's table
     monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
     targets = _load("report").targets(res)
-    assert len(targets) == 16  # the saved run predates gray failures and placement: not run
-    assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]
+    assert len(targets) == 17  # the saved run predates gray failures, placement and the soak
+    assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]  # not run
+    assert [t["met"] for t in targets if t["target"].startswith("soak")] == [None]
     for t in targets:
         assert f"| {t['target']} | {t['measured']} |" in text
+
+
+def test_the_soak_figures_and_their_render(tmp_path, monkeypatch):
+    """``soak.summarize`` on samples of known memory: the growth from the end of the warm-up
+    to the end (each a mean of 3 samples), the throughput held; then its plot and section."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    soak, plots = _load("soak"), _load("plots")
+    samples = [{"t_s": 5.0 * i, "used_memory": 1_000_000 + (0 if i < 12 else 10_000 * (i - 11)),
+                "keys": 100, "done": 30 * i, "pending": 0, "events": 0, "jobs": 1}
+               for i in range(25)]
+    out = soak.summarize(samples, 60.0, 500, 120.0)
+    assert out["memory_after_warmup_bytes"] == 1_010_000  # t = 55, 60, 65 s
+    assert out["memory_end_bytes"] == 1_120_000  # t = 110, 115, 120 s
+    assert out["memory_growth_after_warmup_pct"] == pytest.approx(100 * 110_000 / 1_010_000)
+    assert out["tasks_per_s_after_warmup"] == pytest.approx(6.0)
+    assert out["keys_growth_after_warmup_pct"] == 0
+    plots.soak_plot(out, tmp_path / "soak.png")
+    assert (tmp_path / "soak.png").stat().st_size > 1000
+    text = "\n".join(soak.markdown(out, _load("report")._table))
+    assert "| Redis used_memory |" in text and "+10.9 %" in text

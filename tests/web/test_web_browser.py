@@ -236,3 +236,47 @@ def test_unlocking_on_a_crafted_404_page_stays_on_this_site(browser_page, live_s
     assert page.locator("form.unlock button").is_visible()  # that was the Lock form
     # the console reports the 404 page itself; nothing else
     assert [e for e in page.errors if "status of 404" not in e] == []
+
+
+def test_the_timeline_draws_each_attempt_live(browser_page, live_server, nova, store):
+    """One lane per worker, one bar per attempt: a slow attempt backed up by another worker
+    shows as lost on one lane and won on the other, and the card says so; the page updates
+    while it is open."""
+    from novatests.seed import set_speed
+
+    page = browser_page
+    job = enqueue(nova, ["first", "second"], params={"seconds": 0.0, "size": 64})
+    slow = StandInWorker(nova, store, "slow-w", name="slow-worker")
+    set_speed(nova, "slow-w", "synthetic", 0.5)
+    [primary] = slow.claim()
+    page.goto(f"{live_server}/jobs/{job}")
+    page.wait_for_function("() => document.querySelectorAll('#lanes .bar.running').length === 1",
+                           timeout=10_000)
+    assert page.locator("#lanes .lane-name").all_text_contents() == ["slow-worker (CPU)"]
+    # the slow attempt is overdue; an idle faster worker backs it up and wins
+    nova.redis.hset(nova.keys.task(primary.task_id), "claimed_ms",
+                    nova.server_time_ms() - 10_000)
+    fast = StandInWorker(nova, store, "fast-w", name="fast-worker")
+    set_speed(nova, "fast-w", "synthetic", 0.1)
+    leases = fast.claim()
+    assert [x.backup for x in leases] == [False]  # the second task first: its own work
+    fast.finish(leases[0])
+    [backup] = fast.claim()
+    assert backup.backup and backup.task_id == primary.task_id
+    fast.finish(backup)
+    page.wait_for_function("() => document.querySelector('#lanes .bar.backup-won') !== null",
+                           timeout=15_000)
+    lanes = dict(zip(page.locator("#lanes .lane-name").all_text_contents(),
+                     page.locator("#lanes .lane-track").all()))
+    assert set(lanes) == {"slow-worker (CPU)", "fast-worker (CPU)"}
+    assert lanes["slow-worker (CPU)"].locator(".bar.backup-lost").count() == 1
+    fast_bars = lanes["fast-worker (CPU)"].locator(".bar")
+    assert fast_bars.count() == 2 and lanes["fast-worker (CPU)"].locator(
+        ".bar.backup-won").count() == 1
+    label = lanes["fast-worker (CPU)"].locator(".bar.backup-won").get_attribute("title")
+    assert label.startswith(f"task {primary.index} · gen {backup.lease_gen} · backup")
+    page.wait_for_function(f"() => document.querySelector('#task-{primary.index} "
+                           "[data-f=backup_text]').textContent === 'backup won'",
+                           timeout=10_000)
+    assert page.errors == []
+    save_screenshot(page, "timeline.png")

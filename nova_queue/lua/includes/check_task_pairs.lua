@@ -1,4 +1,4 @@
---[[ check_task_pairs: enqueue-8's task pairs (input, cost) from ARGV[8] on, checked before
+--[[ check_task_pairs: enqueue-9's task pairs (input, cost) from ARGV[8] on, checked before
   anything is written. start: the index of the chunk's first task (for messages).
   Returns their number, or nil and what is wrong.
 ]]

@@ -41,6 +41,11 @@ local MAX_LABELS = 32              -- labels of a worker (placement.py mirrors i
 local MAX_REQUIRES = 16            -- requirements of a job, and values of one
 local BACKUP_MIN_GAIN_MS = 1000    -- a backup must finish this much sooner ...
 local BACKUP_GAIN_SHARE = 0.5      -- ... and by this share of the running attempt's rest
+local MAX_RETENTION_S = 315360000  -- how long a finished job stays in Redis (10 years)
+local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before retention): 7 days
+local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
+local MIN_TOMBSTONE_S = 60         -- ... for as long again as the retention, a minute at least
+local MAX_EXPIRE_JOBS = 256        -- due jobs (and old tombstones) one sweep looks at
 
 -- A finite number in [lo, hi], else nil.
 local function num_in(x, lo, hi)
@@ -122,7 +127,10 @@ local function index_of(tid)
 end
 
 -- Marks the job finished once every task is terminal; returns 1 if this call finished it.
--- c = the job's current {total, done, failed, cancelled, state, finished_ms}.
+-- c = the job's current {total, done, failed, cancelled, state, finished_ms}. A finished job
+-- enters the retention index, scored by when it expires (its retention_s after now): the
+-- sweep (expire-10) deletes it then. That key is built from the prefix, not passed in KEYS,
+-- so that the claim path's KEYS stay as they are; it shares the namespace's hash tag.
 local function finish_job_with(ctx, job_key, job_id, now, c)
   local total = tonumber(c[1]) or 0
   local terminal = (tonumber(c[2]) or 0) + (tonumber(c[3]) or 0) + (tonumber(c[4]) or 0)
@@ -135,6 +143,9 @@ local function finish_job_with(ctx, job_key, job_id, now, c)
     redis.call('ZADD', ctx.finished, now, job_id)
   end
   redis.call('HSET', job_key, 'state', state, 'finished_ms', int(now))
+  local retention_s = int_in(redis.call('HGET', job_key, 'retention_s'), 0, MAX_RETENTION_S)
+    or DEFAULT_RETENTION_S
+  redis.call('ZADD', ctx.prefix .. 'expiring', int(now + 1000 * retention_s), job_id)
   emit(ctx, 'job_finished', 'job', job_id, 'state', state, 'done', c[2] or '0',
     'failed', c[3] or '0', 'cancelled', c[4] or '0')
   return 1

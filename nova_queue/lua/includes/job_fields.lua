@@ -1,9 +1,9 @@
---[[ job_fields: enqueue-8's job fields (ARGV[5], JSON) checked, and their app's pending set
+--[[ job_fields: enqueue-9's job fields (ARGV[5], JSON) checked, and their app's pending set
   checked against KEYS[5] (pending_key). Returns {app, params, priority, max_attempts,
   total, name, timeout_s ('' when the run-time limit derives from predictions), requires
   (JSON text of the requirements, '' for none: a list of at most MAX_REQUIRES
-  [key, op, values] entries), owner (fair share) and model (what its tasks need warm; ''
-  for none)}, or nil and what is wrong.
+  [key, op, values] entries), owner (fair share), model (what its tasks need warm; ''
+  for none) and retention_s}, or nil and what is wrong.
 ]]
 --- @include "requires_ok"
 local function job_fields(text, prefix, pending_key)
@@ -16,6 +16,7 @@ local function job_fields(text, prefix, pending_key)
   end
   local priority, total = int_in(f.priority or 0, -1000, 1000), int_in(f.total, 1, MAX_JOB_TASKS)
   local max_attempts = int_in(f.max_attempts, 1, MAX_ATTEMPTS)
+  local retention_s = int_in(f.retention_s or DEFAULT_RETENTION_S, 0, MAX_RETENTION_S)
   if not is_name(f.app, 64) then
     return nil, 'invalid app name'
   end
@@ -30,6 +31,9 @@ local function job_fields(text, prefix, pending_key)
   end
   if not max_attempts then
     return nil, 'max_attempts must be an integer from 1 to ' .. MAX_ATTEMPTS
+  end
+  if not retention_s then
+    return nil, 'retention_s must be an integer from 0 to ' .. MAX_RETENTION_S
   end
   if (f.params ~= nil and (type(f.params) ~= 'string' or #f.params > MAX_PARAMS_BYTES))
       or (f.name ~= nil and (type(f.name) ~= 'string' or #f.name > MAX_TEXT_BYTES)) then
@@ -54,5 +58,5 @@ local function job_fields(text, prefix, pending_key)
   return { app = f.app, params = f.params or '{}', priority = priority,
     max_attempts = max_attempts, total = total, name = f.name or '',
     timeout_s = timeout_s and num(timeout_s) or '', requires = requires, owner = f.owner or '',
-    model = f.model or '' }
+    model = f.model or '', retention_s = retention_s }
 end

@@ -4,8 +4,10 @@
   Visits at most MAX_APPS of its apps and min(MAX_HELD_VISIT, ctx.budget) held tasks (a
   worker holds a few; the rest of a larger, hand-written set is left: those leases expire
   and are reaped on their own). A task it runs as one of two attempts goes on with the
-  other (release_attempt). ctx fields used: alive, budget, plus release's.
-  Returns the number of leases released.
+  other (release_attempt). It enters `departed` (scored by now; a key built from the prefix,
+  as the claim path's KEYS stay as they are), from which the retention sweep (expire-10)
+  forgets it once it has been gone NOVA_JOB_RETENTION_S. ctx fields used: alive, budget,
+  plus release's. Returns the number of leases released.
 ]]
 --- @include "release_attempt"
 --- @include "set_warm"
@@ -41,6 +43,7 @@ local function remove_worker(ctx, wid, now, state, held_key)
   if redis.call('EXISTS', worker_key) == 1 then
     redis.call('HSET', worker_key, 'state', state, 'left_ms', int(now), 'busy_until_ms', int(now))
   end
+  redis.call('ZADD', ctx.prefix .. 'departed', now, wid)
   emit(ctx, lost and 'worker_lost' or 'worker_left', 'worker', wid,
     'name', string.sub(w[2] or '', 1, 200), 'released', released)
   return released

@@ -1,6 +1,6 @@
---[[ staged_job: the job a later call of enqueue-8 adds n tasks to: it exists, is still
+--[[ staged_job: the job a later call of enqueue-9 adds n tasks to: it exists, is still
   staging, has valid fields and exactly a.start tasks staged, and takes n more. K, a:
-  enqueue-8's KEYS and ARGV by name.
+  enqueue-9's KEYS and ARGV by name.
   Returns the job's {app, priority, total, seq0, owner}, or nil and the reply refusing the
   call.
 ]]

@@ -1,11 +1,15 @@
 --[[ tick: detects that no script ran for longer than gap_ms (Redis was down or
   unreachable) and then opens a grace window of one lease TTL in which nothing is
-  reaped, so live holders can renew before their leases count as expired.
+  reaped, so live holders can renew before their leases count as expired. First it checks
+  the namespace's protocol version (check_protocol), one field more in the same read: claim,
+  renew and reap refuse a namespace of another protocol before they write anything.
   ctx fields used: meta.
 ]]
 --- @include "common"
+--- @include "check_protocol"
 local function tick(ctx, now, gap_ms, ttl_ms)
-  local m = redis.call('HMGET', ctx.meta, 'last_tick_ms', 'grace_until_ms')
+  local m = redis.call('HMGET', ctx.meta, 'last_tick_ms', 'grace_until_ms', 'protocol')
+  check_protocol(ctx.meta, m[3])
   local last = tonumber(m[1]) or 0
   local grace = tonumber(m[2]) or 0
   if last > 0 and now - last > gap_ms and now + ttl_ms > grace then

@@ -1,15 +1,16 @@
 --[[ unfail_task: a task that failed for good returns to its app's queue at its old place
   (its attempts were given back: refund_attempts); its job's counts move from failed to
   pending, and a job this had finished runs again (it finishes, and is post-processed,
-  again). A cancelled job stays as it is. ctx fields used: prefix, failed, finished,
-  events, maxlen. Returns true if the task is pending again.
+  again). A cancelled job stays as it is, and so does one being deleted (expired). ctx
+  fields used: prefix, failed, finished, events, maxlen. Returns true if the task is pending
+  again.
 ]]
 --- @include "queue_job"
 local function unfail_task(ctx, tid, now, attempts)
   local job_id = job_of(tid)
   local job_key = ctx.prefix .. 'job:' .. job_id
   local j = redis.call('HMGET', job_key, 'app', 'state', 'priority', 'seq0', 'owner')
-  if not is_name(j[1], 64) or j[2] == 'cancelled' then
+  if not is_name(j[1], 64) or j[2] == 'cancelled' or j[2] == 'expired' then
     return false
   end
   redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'pending')

@@ -11,6 +11,7 @@ local OWNED = {
   fast_streak = true, streak_since_ms = true, streak_tids = true, blamed = true,
   quarantined = true, quarantine_reason = true, quarantined_ms = true,
   quarantine_until_ms = true, cooldown_ms = true, probe_tid = true, model_loads = true,
+  protocol = true,
 }
 
 local function worker_fields(fields)

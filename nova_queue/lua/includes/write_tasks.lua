@@ -1,7 +1,7 @@
---[[ write_tasks: the n tasks of one enqueue-8 call (pairs input, cost from A[8] on): a
+--[[ write_tasks: the n tasks of one enqueue-9 call (pairs input, cost from A[8] on): a
   pending task hash each, and their ids into `target` (the pending set for a one-call job,
   else the stage set) scored as in the pending set, ZADD in batches of up to 1000 members:
-  one call per batch, not per task. a: enqueue-8's ARGV by name; job: its {priority, seq0}.
+  one call per batch, not per task. a: enqueue-9's ARGV by name; job: its {priority, seq0}.
 ]]
 --- @include "common"
 local function write_tasks(target, a, job, A, n)

@@ -15,6 +15,17 @@ def expire_worker(nova, wid: str) -> None:
     nova.redis.zadd(nova.keys.alive(), {wid: 1})
 
 
+def departed_long_ago(nova, wid: str) -> None:
+    """Seed state: the worker left (or was lost) longer ago than any retention."""
+    nova.redis.zadd(nova.keys.departed(), {wid: 1})
+
+
+def finished_long_ago(nova, job_id: str) -> None:
+    """Seed state: a finished job's retention ran out (its expiry in the past)."""
+    assert nova.redis.zscore(nova.keys.expiring(), job_id) is not None, "job not finished"
+    nova.redis.zadd(nova.keys.expiring(), {job_id: 1})
+
+
 def set_speed(nova, wid: str, app: str, s_per_cost: float, samples: int = 5) -> None:
     """Seed state: a worker's measured moving average for ``app``."""
     nova.redis.hset(nova.keys.worker(wid), mapping={f"ema:{app}": s_per_cost,

@@ -27,6 +27,8 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from nova_queue import doctor
+
 RELEASES = ("requeued", "failed", "cancelled")
 TERMINAL = ("done", "failed", "cancelled")
 
@@ -222,7 +224,17 @@ def _check_accepted(verdict: Verdict, accepted: Iterable[Accepted], wanted: set[
 
 
 def invariants(nova, jobs: Sequence[str]) -> list[str]:
-    """Cross-key consistency of a namespace: counters, leases, held sets, pending sets."""
+    """Cross-key consistency of a namespace: counters, leases, held sets, pending sets; then
+    ``nova-queue doctor``'s checks of the whole namespace (every scenario ends with them),
+    whose problems count too."""
+    problems = _job_invariants(nova, jobs)
+    report = doctor.diagnose(nova)
+    problems += [f"doctor: {f.message} {list(f.keys)}" for f in report.problems]
+    return problems
+
+
+def _job_invariants(nova, jobs: Sequence[str]) -> list[str]:
+    """The counters, leases, held sets and pending sets of ``jobs``."""
     k = nova.keys
     problems: list[str] = []
     leased_ids: set[str] = set()

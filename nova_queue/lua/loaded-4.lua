@@ -6,6 +6,7 @@
   KEYS[1] worker hash      nova:{ns}:worker:<wid>
   KEYS[2] alive zset       nova:{ns}:alive
   KEYS[3] events stream    nova:{ns}:events
+  KEYS[4] meta hash        nova:{ns}:meta (the protocol version: check_protocol)
   (and, from the prefix and the app, nova:{ns}:app:<app>:warm: how many workers hold each
   model, what claims spread jobs by)
 
@@ -25,6 +26,7 @@
 --- @include "common"
 --- @include "checks"
 --- @include "set_warm"
+--- @include "check_protocol"
 
 local worker_key = KEYS[1]
 local prefix, wid, app, model = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -32,9 +34,10 @@ local load_s, alpha = num_in(ARGV[5], 0, MAX_RUN_S), num_in(ARGV[6], 0, 1)
 if not is_name(wid, 128) or not is_name(app, 64) or type(model) ~= 'string' or #model > 128
     or not string.match(model, '^[A-Za-z0-9_.:@+/%-]+$') or not load_s or not alpha or alpha == 0
     or not int_in(ARGV[7], 1, MAX_EVENTS_MAXLEN)
-    or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'alive', 'events' }) then
+    or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'alive', 'events', 'meta' }) then
   return bad_input('invalid worker id, app, model, load time, weight or events MAXLEN, or KEYS')
 end
+check_protocol(KEYS[4])
 if not redis.call('ZSCORE', KEYS[2], wid) then
   return { CODE.WORKER_LOST, 0 }
 end

@@ -7,6 +7,7 @@
   KEYS[4] failed zset      nova:{ns}:failed
   KEYS[5] finished zset    nova:{ns}:finished
   KEYS[6] events stream    nova:{ns}:events
+  KEYS[7] meta hash        nova:{ns}:meta
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] task id
@@ -16,20 +17,23 @@
     0  OK
    -1  UNKNOWN_TASK
    -9  BAD_INPUT {-9, message}: invalid task id, MAXLEN or KEYS (nothing written)
-  -11  BAD_STATE (the task is not failed, or its job was cancelled)
+  -11  BAD_STATE (the task is not failed, or its job was cancelled or expired)
+  or the error reply PROTOCOL_MISMATCH (check_protocol): nothing written
 ]]
 --- @include "common"
 --- @include "checks"
 --- @include "queue_job"
+--- @include "check_protocol"
 
 local task_key, job_key, pending_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, tid = ARGV[1], ARGV[2]
 local ctx = { prefix = prefix, events = KEYS[6], maxlen = ARGV[3] }
 if not is_task_id(tid) or not int_in(ARGV[3], 1, MAX_EVENTS_MAXLEN)
     or not keys_are(prefix, KEYS, { 'task:' .. tid, 'job:' .. job_of(tid), false, 'failed',
-      'finished', 'events' }) then
+      'finished', 'events', 'meta' }) then
   return bad_input('invalid task id or events MAXLEN, or KEYS that do not match')
 end
+check_protocol(KEYS[7])
 local t = redis.call('HMGET', task_key, 'state')
 if not t[1] then
   return { CODE.UNKNOWN_TASK }
@@ -38,7 +42,7 @@ local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0', 'app', 'owne
 if pending_key ~= prefix .. 'pending:' .. (j[4] or '') then
   return bad_input("KEYS[3] is not the pending set of the job's app")
 end
-if t[1] ~= 'failed' or j[1] == 'cancelled' then
+if t[1] ~= 'failed' or j[1] == 'cancelled' or j[1] == 'expired' then
   return { CODE.BAD_STATE, 'task is ' .. t[1] .. ', job is ' .. (j[1] or '?') }
 end
 redis.call('HSET', task_key, 'state', 'pending', 'attempt_count', 0)

@@ -9,6 +9,7 @@
   KEYS[2] pending zset     nova:{ns}:pending:<app>  (the job's app)
   KEYS[3] finished zset    nova:{ns}:finished
   KEYS[4] events stream    nova:{ns}:events
+  KEYS[5] meta hash        nova:{ns}:meta
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] job id
@@ -20,20 +21,23 @@
     0  OK
    -7  UNKNOWN_JOB
    -9  BAD_INPUT {-9, message}: an argument or KEYS is invalid (nothing written)
-  -11  BAD_STATE (the job already finished, or is still staging)
+  -11  BAD_STATE (the job already finished or expired, or is still staging)
+  or the error reply PROTOCOL_MISMATCH (check_protocol): nothing written
 ]]
 --- @include "common"
 --- @include "checks"
+--- @include "check_protocol"
 
 local job_key, pending_key = KEYS[1], KEYS[2]
 local prefix, job_id = ARGV[1], ARGV[2]
 local cursor, count = int_in(ARGV[3], 0, 1e16), int_in(ARGV[4], 1, MAX_VISIT)
 local ctx = { prefix = prefix, finished = KEYS[3], events = KEYS[4], maxlen = ARGV[5] }
 if not is_job_id(job_id) or not cursor or not count or not int_in(ARGV[5], 1, MAX_EVENTS_MAXLEN)
-    or not keys_are(prefix, KEYS, { 'job:' .. job_id, false, 'finished', 'events' }) then
+    or not keys_are(prefix, KEYS, { 'job:' .. job_id, false, 'finished', 'events', 'meta' }) then
   return bad_input('invalid job id, cursor, count (1..' .. MAX_VISIT .. ') or events MAXLEN, '
     .. 'or KEYS that do not match')
 end
+check_protocol(KEYS[5])
 local j = redis.call('HMGET', job_key, 'state', 'total', 'app', 'priority', 'seq0')
 if not j[1] then
   return { CODE.UNKNOWN_JOB, -1 }
@@ -41,7 +45,7 @@ end
 if pending_key ~= prefix .. 'pending:' .. (j[3] or '') then
   return bad_input("KEYS[2] is not the pending set of the job's app")
 end
-if j[1] == 'done' or j[1] == 'staging' then
+if j[1] == 'done' or j[1] == 'staging' or j[1] == 'expired' then
   return { CODE.BAD_STATE, 'job is ' .. j[1] }
 end
 local now = now_ms()

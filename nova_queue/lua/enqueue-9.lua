@@ -2,7 +2,7 @@
 
   A job of at most one chunk is created and published in one call. A larger job is
   created in state 'staging' (invisible to claims), filled chunk by chunk in order,
-  and published by the last call; abort-3 deletes an unpublished job. Every chunk is
+  and published by the last call; abort-4 deletes an unpublished job. Every chunk is
   validated before anything is written (Lua does not roll back). Publishing moves the
   staged tasks into the pending set: in one O(1) RENAME when that set is empty, else
   2000 per call; while tasks are left to move the job stays 'staging' (claims skip its
@@ -16,6 +16,7 @@
   KEYS[6] seq counter         nova:{ns}:seq
   KEYS[7] events stream       nova:{ns}:events
   KEYS[8] apps set            nova:{ns}:apps
+  KEYS[9] meta hash           nova:{ns}:meta
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] job id
@@ -23,7 +24,8 @@
   ARGV[4] publish: "1" on the last call of a job, else "0"
   ARGV[5] job fields as JSON (create only, at most 128 KiB): app, params (JSON string of at
           most 64 KiB), priority (int, -1000..1000), max_attempts (int, 1..1000), total
-          (int, 1..10^8), name (at most 8 KiB)
+          (int, 1..10^8), name (at most 8 KiB), retention_s (int, 0..315360000: how long the
+          finished job stays in Redis; default 604800)
   ARGV[6] index of this chunk's first task (must equal the tasks staged so far)
   ARGV[7] events MAXLEN (approximate, 1..10^9)
   ARGV[8..] pairs, at most 10000: task input (at most 64 KiB), task cost (relative units,
@@ -36,9 +38,11 @@
    -8 JOB_EXISTS   (create, and the id is taken)
    -9 BAD_INPUT    detail = what is wrong (nothing written)
   -11 BAD_STATE    (job not in staging, or chunk out of order, or publish with missing tasks)
+  or the error reply PROTOCOL_MISMATCH (check_protocol): nothing written
 ]]
 --- @include "common"
 --- @include "checks"
+--- @include "check_protocol"
 --- @include "check_task_pairs"
 --- @include "create_job"
 --- @include "staged_job"
@@ -48,7 +52,7 @@
 
 local K = {
   job = KEYS[1], jobs = KEYS[2], staging = KEYS[3], stage = KEYS[4], pending = KEYS[5],
-  seq = KEYS[6], events = KEYS[7], apps = KEYS[8],
+  seq = KEYS[6], events = KEYS[7], apps = KEYS[8], meta = KEYS[9],
 }
 local a = {
   prefix = ARGV[1], job_id = ARGV[2], create = ARGV[3] == '1', publish = ARGV[4] == '1',
@@ -59,13 +63,14 @@ local a = {
 -- validate everything first
 if not is_job_id(a.job_id) or not a.start or not a.maxlen
     or not keys_are(a.prefix, KEYS, { 'job:' .. a.job_id, 'jobs', 'staging', 'stage:' .. a.job_id,
-      false, 'seq', 'events', 'apps' }) then
+      false, 'seq', 'events', 'apps', 'meta' }) then
   return bad_input('invalid job id, first index or events MAXLEN, or KEYS that do not match')
 end
 local n, bad = check_task_pairs(ARGV, a.start)
 if not n then
   return bad_input(bad)
 end
+check_protocol(K.meta)
 local now = now_ms()
 local job, refused
 if a.create then

@@ -8,6 +8,7 @@
   KEYS[3] failed zset      nova:{ns}:failed
   KEYS[4] finished zset    nova:{ns}:finished
   KEYS[5] events stream    nova:{ns}:events
+  KEYS[6] meta hash        nova:{ns}:meta
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] worker id
@@ -20,9 +21,11 @@
     0  OK     state = "released" | "quarantined" | "unchanged" (not quarantined, or already)
    -9  BAD_INPUT {-9, message}: nothing was written
   -10  WORKER_LOST: no worker with that id is registered
+  or the error reply PROTOCOL_MISMATCH (check_protocol): nothing written
 ]]
 --- @include "common"
 --- @include "checks"
+--- @include "check_protocol"
 --- @include "quarantine_worker"
 --- @include "lift_quarantine"
 
@@ -31,12 +34,14 @@ local prefix, wid, action = ARGV[1], ARGV[2], ARGV[3]
 local cooldown = int_in(ARGV[5], 1, MAX_COOLDOWN_MS)
 if not is_name(wid, 128) or (action ~= 'release' and action ~= 'quarantine') or not cooldown
     or not int_in(ARGV[6], 1, MAX_EVENTS_MAXLEN)
-    or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'alive', 'failed', 'finished', 'events' }) then
+    or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'alive', 'failed', 'finished', 'events',
+      'meta' }) then
   return bad_input('invalid worker id, action, cool-down or events MAXLEN, or KEYS that do not '
     .. 'match them')
 end
 local ctx = { prefix = prefix, alive = KEYS[2], failed = KEYS[3], finished = KEYS[4],
   events = KEYS[5], maxlen = ARGV[6] }
+check_protocol(KEYS[6])
 local quarantined = redis.call('HMGET', worker_key, 'id', 'quarantined')
 if not quarantined[1] then
   return { CODE.WORKER_LOST, 'no worker ' .. wid }

@@ -10,28 +10,32 @@
   KEYS[6] failed zset      nova:{ns}:failed
   KEYS[7] finished zset    nova:{ns}:finished
   KEYS[8] events stream    nova:{ns}:events
+  KEYS[9] meta hash        nova:{ns}:meta
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] worker id
   ARGV[3] events MAXLEN (approximate, 1..10^9)
 
   Returns {0, leases released}; {-10, 0} if the worker was not registered;
-  {-9, message} (BAD_INPUT) for an invalid worker id, MAXLEN or KEYS (nothing written)
+  {-9, message} (BAD_INPUT) for an invalid worker id, MAXLEN or KEYS (nothing written);
+  the error reply PROTOCOL_MISMATCH (check_protocol): the namespace speaks another protocol
 ]]
 --- @include "common"
 --- @include "checks"
+--- @include "check_protocol"
 --- @include "remove_worker"
 
 local prefix, wid = ARGV[1], ARGV[2]
 if not is_name(wid, 128) or not int_in(ARGV[3], 1, MAX_EVENTS_MAXLEN)
     or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'held:' .. wid, 'leases', 'alive',
-      'inflight', 'failed', 'finished', 'events' }) then
+      'inflight', 'failed', 'finished', 'events', 'meta' }) then
   return bad_input('invalid worker id or events MAXLEN, or KEYS that do not match them')
 end
 local ctx = {
   prefix = prefix, leases = KEYS[3], alive = KEYS[4], inflight = KEYS[5], failed = KEYS[6],
   finished = KEYS[7], events = KEYS[8], maxlen = ARGV[3], budget = MAX_RELEASES,
 }
+check_protocol(KEYS[9])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { CODE.WORKER_LOST, 0 }
 end

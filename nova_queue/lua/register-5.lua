@@ -6,6 +6,7 @@
   KEYS[2] workers zset     nova:{ns}:workers
   KEYS[3] alive zset       nova:{ns}:alive
   KEYS[4] events stream    nova:{ns}:events
+  KEYS[5] meta hash        nova:{ns}:meta
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] worker id
@@ -21,10 +22,12 @@
           missing
 
   Returns {0, rejoined} rejoined = 1 if the id was known before;
-  {-9, message} (BAD_INPUT): nothing was written
+  {-9, message} (BAD_INPUT): nothing was written;
+  the error reply PROTOCOL_MISMATCH (check_protocol): the namespace speaks another protocol
 ]]
 --- @include "common"
 --- @include "checks"
+--- @include "check_protocol"
 --- @include "decode_object"
 --- @include "worker_fields"
 --- @include "app_list"
@@ -35,7 +38,8 @@ local worker_key, workers_key, alive_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, ttl_ms = ARGV[1], ARGV[2], int_in(ARGV[3], 1, MAX_TTL_MS)
 local ctx = { prefix = prefix, events = KEYS[4], maxlen = ARGV[4] }
 if not is_name(wid, 128) or not ttl_ms or not int_in(ARGV[4], 1, MAX_EVENTS_MAXLEN)
-    or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'workers', 'alive', 'events' }) then
+    or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'workers', 'alive', 'events',
+      'meta' }) then
   return bad_input('invalid worker id, TTL or events MAXLEN, or KEYS that do not match them')
 end
 local fields, bench, apps = decode_object(ARGV[5]), decode_object(ARGV[7]), app_list(ARGV[6])
@@ -52,13 +56,14 @@ if not estimates then
   return bad_input(bad)
 end
 
+check_protocol(KEYS[5])
 local now = now_ms()
 local rejoined = redis.call('EXISTS', worker_key)
 if #args > 0 then
   redis.call('HSET', worker_key, unpack(args))
 end
 redis.call('HSET', worker_key, 'id', wid, 'apps', table.concat(apps, ','), 'state', 'idle',
-  'last_seen_ms', int(now), 'busy_until_ms', int(now))
+  'last_seen_ms', int(now), 'busy_until_ms', int(now), 'protocol', PROTOCOL.VERSION)
 redis.call('HSETNX', worker_key, 'joined_ms', int(now))
 redis.call('HDEL', worker_key, 'left_ms')
 redis.call('ZADD', workers_key, 'NX', now, wid)

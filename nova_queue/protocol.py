@@ -1,0 +1,51 @@
+"""The protocol version: what the data of a namespace and the scripts that change it mean.
+
+Every client loads its own copy of the Lua scripts, so clients of several releases run side
+by side on one namespace. They may, as long as they agree on the data: a release that
+changes what a key or field means, or how the scripts use them, raises :data:`PROTOCOL`;
+releases of one protocol coexist. The namespace records the version in ``meta``'s field
+``protocol`` (the first script that finds it missing writes its own); every script compares
+it with its own, folded in at load as ``PROTOCOL.VERSION`` (``nova_queue/scripts.py``), and
+answers the error reply ``PROTOCOL_MISMATCH <namespace's> <script's>`` before it writes
+anything (:class:`~nova_queue.errors.ProtocolMismatchError` in Python). Readers that run no
+script (the gallery, ``status``) compare with :func:`check`.
+
+Versions: 1 was round 1; 2 is this release (round 2 changed the argument layouts of several
+scripts). Releases before protocol checks (up to 0.1.0 without this module) speak 2 but do
+not check it.
+"""
+
+from __future__ import annotations
+
+import redis
+
+from nova_queue.errors import ProtocolMismatchError
+from nova_queue.keys import Keyspace
+
+#: This release's protocol version.
+PROTOCOL = 2
+#: Lua's ``PROTOCOL.<NAME>`` (folded in at load).
+CONSTANTS: dict[str, int] = {"VERSION": PROTOCOL}
+#: meta's field holding the namespace's version.
+FIELD = "protocol"
+
+
+def recorded(client: redis.Redis, keys: Keyspace) -> str | None:
+    """The namespace's recorded protocol version, as stored (None: not recorded yet)."""
+    value = client.hget(keys.meta(), FIELD)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def check(client: redis.Redis, keys: Keyspace) -> None:
+    """Raise ProtocolMismatchError if the namespace records another protocol than
+    :data:`PROTOCOL` (a namespace that records none is fine: the first script records it)."""
+    value = recorded(client, keys)
+    if value is not None and _number(value) != PROTOCOL:
+        raise ProtocolMismatchError(keys.namespace, value, PROTOCOL)
+
+
+def _number(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None

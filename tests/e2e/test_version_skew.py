@@ -1,0 +1,152 @@
+"""Mixed releases on one namespace, each run as real processes from its own code:
+
+- the previous release (this repository at PREVIOUS, before protocol versions and
+  retention, extracted with ``git archive``) and this one share a pool: an old worker and a
+  new one run jobs enqueued by either CLI; ``doctor --repair`` adds what the old release
+  does not write (retention entries, departed workers) and the namespace is ok;
+- a next release (this code with protocol 3) and this one refuse each other: worker, CLI
+  and gallery each stop with one line naming both versions and what to upgrade.
+
+A release's tree is laid out as it installs (``nova_queue/`` with ``workers/`` and ``web/``
+inside) and imported through ``sys.path``, ahead of this checkout's editable install.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from novatests.chaos.history import check
+from novatests.cli import nova_env, process_env, run_cli, write
+
+from nova_queue import NovaClient, doctor
+from nova_queue.stores import open_store
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The last commit before protocol versions and retention (main when this was written).
+PREVIOUS = "9d009920c0d3c9de0fef4899ad30235233a6622f"
+SHIM = ("import sys; sys.path.insert(0, {root!r}); import nova_queue; "
+        "assert nova_queue.__file__.startswith({root!r}), nova_queue.__file__; "
+        "from nova_queue.cli import main; sys.argv = ['nova-queue', *sys.argv[1:]]; main()")
+
+
+def _as_installed(dest: Path) -> Path:
+    """Move ``workers/`` and ``web/`` into ``nova_queue/``, as the wheel installs them."""
+    for sub in ("workers", "web"):
+        shutil.move(str(dest / sub), str(dest / "nova_queue" / sub))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def previous(tmp_path_factory) -> Path:
+    """The previous release's code, from git."""
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("needs a git checkout")
+    dest = tmp_path_factory.mktemp("previous")
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", PREVIOUS, "nova_queue",
+                              "workers", "web"], capture_output=True, check=False, timeout=60)
+    if archive.returncode != 0:
+        pytest.skip(f"commit {PREVIOUS[:10]} is not in this checkout")
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=60)
+    assert not (dest / "nova_queue" / "protocol.py").exists()  # before protocol versions
+    return _as_installed(dest)
+
+
+@pytest.fixture(scope="module")
+def next_release(tmp_path_factory) -> Path:
+    """This code as a release of protocol 3 would ship it."""
+    dest = tmp_path_factory.mktemp("next")
+    ignore = shutil.ignore_patterns("__pycache__")
+    for sub in ("nova_queue", "workers", "web"):
+        shutil.copytree(ROOT / sub, dest / sub, ignore=ignore)
+    module = dest / "nova_queue" / "protocol.py"
+    module.write_text(module.read_text().replace("\nPROTOCOL = 2\n", "\nPROTOCOL = 3\n"))
+    return _as_installed(dest)
+
+
+def release(root: Path, args: list[str], env: dict[str, str],
+            timeout_s: float = 120) -> subprocess.CompletedProcess:
+    """``nova-queue ARGS`` of the release at ``root``, to completion."""
+    return subprocess.run([sys.executable, "-c", SHIM.format(root=str(root)), *args],
+                          env=process_env(env), capture_output=True, text=True,
+                          timeout=timeout_s, check=False)
+
+
+def last_line(stderr: str) -> str:
+    return stderr.strip().splitlines()[-1]
+
+
+WORK = ["--app", "synthetic", "--no-benchmark"]
+
+
+def test_the_previous_release_and_this_one_share_a_pool(previous, redis_url, namespace,
+                                                        tmp_path):
+    env = nova_env(redis_url, namespace, tmp_path)
+    prompts = write(tmp_path, b"one\ntwo\nthree\n")
+    params = ["--app", "synthetic", "-p", "seconds=0.05"]
+    new_job = run_cli(["enqueue", str(prompts), *params], env).stdout.strip()
+    old = release(previous, ["enqueue", str(prompts), *params], env)
+    assert old.returncode == 0, old.stderr
+    old_job = old.stdout.strip()
+    ran = release(previous, ["worker", *WORK, "--name", "old", "--max-tasks", "3"], env)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    ran = run_cli(["worker", *WORK, "--name", "new", "--burst"], env, timeout_s=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    nova = NovaClient.from_url(redis_url, namespace=namespace)
+    try:
+        for job in (new_job, old_job):
+            st = nova.job(job)
+            assert (st.state, st.done) == ("done", 3), st
+        workers = {w.name: w for w in nova.workers()}
+        assert workers["old"].tasks_done == 3 and workers["new"].tasks_done == 3
+        assert nova.redis.hget(nova.keys.meta(), "protocol") == "2"
+        verdict = check(nova, [new_job, old_job], store=open_store(env["NOVA_STORE_URL"]),
+                        expect="done")
+        assert verdict.ok, verdict.summary()
+        # what the previous release does not write, the doctor adds
+        before = doctor.diagnose(nova)
+        assert any("missing from its indexes" in f.message for f in before.problems)
+        after = doctor.run(nova, fix=True)
+        assert after.ok, [f.message for f in after.problems]
+        for job in (new_job, old_job):
+            assert nova.redis.zscore(nova.keys.expiring(), job) is not None
+        assert nova.redis.zscore(nova.keys.departed(), workers["old"].worker_id) is not None
+    finally:
+        nova.close()
+
+
+def test_releases_of_another_protocol_refuse_in_one_line(next_release, redis_url, namespace,
+                                                         tmp_path):
+    env = nova_env(redis_url, namespace, tmp_path)
+    prompts = write(tmp_path, b"one\n")
+    job = run_cli(["enqueue", str(prompts), "--app", "synthetic"], env).stdout.strip()
+    # a worker and a CLI of protocol 3 on this release's namespace
+    older_ns = (f"error: namespace '{namespace}' speaks protocol 2 but this nova-queue ")
+    for args in (["status", job], ["worker", *WORK, "--burst"]):
+        res = release(next_release, ["--log-level", "ERROR", *args], env)
+        assert res.returncode == 1 and last_line(res.stderr).startswith(older_ns), res.stderr
+        assert last_line(res.stderr).endswith(
+            "speaks protocol 3: run a release that speaks protocol 2 here, or move the whole "
+            "pool to a new namespace (docs/DEPLOY.md, Upgrades)")
+    # a namespace a protocol-3 release made: this release's worker, CLI and gallery refuse
+    env = nova_env(redis_url, namespace + "-3", tmp_path)
+    made = release(next_release, ["enqueue", str(prompts), "--app", "synthetic"], env)
+    assert made.returncode == 0, made.stderr
+    newer = "speaks protocol 3 but this nova-queue "
+    upgrade = "speaks protocol 2: upgrade nova-queue here to a release that speaks protocol 3"
+    for args in (["status", made.stdout.strip()], ["worker", *WORK, "--burst"]):
+        res = run_cli(["--log-level", "ERROR", *args], env, timeout_s=60)
+        line = last_line(res.stderr)
+        assert res.returncode == 1 and newer in line and line.endswith(upgrade), res.stderr
+    from nova_queue.settings import Settings
+    from nova_queue.web import create_app
+
+    app = create_app({"TESTING": True}, settings=Settings(redis_url=redis_url,
+                                                          namespace=namespace + "-3"))
+    page = app.test_client().get("/")
+    assert page.status_code == 503 and upgrade in page.get_data(as_text=True)
