@@ -29,7 +29,6 @@ from fleet import Proc, start_nova_worker, stop_all
 from throughput import evalsha_stats, redis_cost, redis_cpu_s
 
 from nova_queue import NovaClient, TaskSpec
-from nova_queue.keys import result_key
 from nova_queue.local import RedisServer, wait_for
 
 TASK_S = 0.3

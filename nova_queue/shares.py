@@ -12,6 +12,7 @@ active now.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from nova_queue.errors import InputError
@@ -88,4 +89,4 @@ def _float(raw: Any, default: float) -> float:
         value = float(raw)
     except (TypeError, ValueError):
         return default
-    return value if value == value and abs(value) < 1e15 else default
+    return value if math.isfinite(value) and abs(value) < 1e15 else default
