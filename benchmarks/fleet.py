@@ -83,14 +83,14 @@ def _prewarmed(redis_url: str, go_key: str | None, kind: str, argv: list[str]) -
 def start_nova_worker(redis_url: str, namespace: str, store_url: str, folder: Path, name: str,
                       slowdown: float, *, lease_ttl_s: float, heartbeat_s: float,
                       extra: tuple[str, ...] = (), go_key: str | None = None,
-                      env: dict[str, str] | None = None) -> Proc:
+                      app: str = "synthetic", env: dict[str, str] | None = None) -> Proc:
     """``python -m nova_queue ... worker --app synthetic --slowdown F`` with its own home
     (and ``env``'s variables); with ``go_key``, pre-warmed and held until a token is pushed
     there (``prewarm.py``)."""
     home = folder / f"home-{name}"
     home.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "nova_queue", "--redis", redis_url, "--namespace", namespace,
-            "--store", store_url, "--log-level", "info", "worker", "--app", "synthetic",
+            "--store", store_url, "--log-level", "info", "worker", "--app", app,
             "--name", name, "--slowdown", f"{slowdown:g}", *extra]
     argv = _prewarmed(redis_url, go_key, "nova", argv)
     full_env = _env(NOVA_HOME=str(home), NOVA_LEASE_TTL_S=f"{lease_ttl_s:g}",

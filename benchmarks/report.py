@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import report_placement
 from benchlib import median
 from optimum import optimal_makespan
 
@@ -61,6 +62,9 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         c and c["enqueue_100k_s"] < 1)
     add("≤ 300 B of Redis memory per task beyond its payload", c,
         c and f"{c['redis_bytes_per_task']:.0f} B", c and c["redis_bytes_per_task"] <= 300)
+    p = res.get("placement")
+    for name, measured, met in report_placement.targets(p):
+        add(name, p, measured, met)
     k = res.get("soak")
     add("soak: Redis memory grows ≤ 5 % after warm-up", k,
         k and (f"{k['memory_growth_after_warmup_pct']:+.1f} % (keys "
@@ -163,8 +167,8 @@ def _gray(s: dict[str, Any]) -> list[str]:
     out = ["### Gray failures", "",
            ("The same fleet and tasks with one worker misbehaving (switched on through the "
             "synthetic app's control file): **throttle** — the 1× worker turns 100× slower "
-            "at half the job (T\* counts it until then); **blackhole** — the 1.5× worker "
-            "fails every task at once from the start (T\* of the healthy three); **hang** — "
+            "at half the job (T\\* counts it until then); **blackhole** — the 1.5× worker "
+            "fails every task at once from the start (T\\* of the healthy three); **hang** — "
             f"the 1× worker's tasks never return from a quarter of the job on (job time limit "
             f"{g['hang_timeout_s']:g} s; recovery: its first hung task's claim → that task's "
             "commit elsewhere). Backups started per run are counted from the event stream."), ""]
@@ -383,7 +387,7 @@ def markdown(res: dict[str, Any]) -> str:
             "python benchmarks/ab.py HEAD~3                            # a revision vs the tree",
             "```", "", rerun, ""]
     for key, fn in (("scheduling", _scheduling), ("throughput", _throughput), ("scale", _scale),
-                    ("recovery", _recovery)):
+                    ("recovery", _recovery), ("placement", report_placement.section)):
         if key in res:
             out += fn(res[key])
     out += _where_time_goes(res)

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewhere
     sys.path.insert(0, str(HERE))
 
-SECTIONS = ("scheduling", "throughput", "scale", "recovery", "soak")
+SECTIONS = ("scheduling", "throughput", "scale", "recovery", "placement", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -50,6 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the chosen sections on a private redis-server; returns the results."""
     import gray
+    import placement
     import recovery
     import scale
     import scheduling
@@ -80,6 +81,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                            repeats=args.repeats)
         if "scale" in sections:
             results["scale"] = scale.run_section(server, quick=args.quick, repeats=args.repeats)
+        if "placement" in sections:
+            results["placement"] = placement.run_section(server, folder, quick=args.quick,
+                                                         repeats=args.repeats)
         if "recovery" in sections:
             results["recovery"] = recovery.run_section(server, folder, quick=args.quick,
                                                        repeats=args.repeats)

@@ -162,6 +162,9 @@ def redis_cost(server: RedisServer, fleet_size: int, n_calls: int) -> dict[str, 
 
     both = phase(commit_and_claim)
     both.pop("result")
+    # w0's last lease ends here: left running, it would be overdue (on a busy machine) by the
+    # time the slow worker claims below, and the slow worker would take a backup of it
+    client.complete("w0", lease, _key(lease), run_s=0.001, warm=True)
     # the policy path: a slow worker (1 s per unit, measured) and 2 tasks left
     _register(client, "slow", bench_s=1.0)
     # seed a measured speed (as after one warm 1 s run): no claim would grant it a task

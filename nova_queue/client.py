@@ -19,18 +19,9 @@ import redis
 
 from nova_queue import errors
 from nova_queue.connection import connect
-from nova_queue.keys import APP_NAME_RE, JOB_ID_RE, Keyspace, split_task_id, task_id
-from nova_queue.limits import (
-    MAX_ATTEMPTS,
-    MAX_CHUNK,
-    MAX_COST,
-    MAX_INPUT_BYTES,
-    MAX_JOB_TASKS,
-    MAX_RETENTION_S,
-    MAX_RUN_S,
-    MAX_VISIT,
-    MIN_COST,
-)
+from nova_queue.jobspec import job_fields
+from nova_queue.keys import JOB_ID_RE, Keyspace, split_task_id, task_id
+from nova_queue.limits import MAX_CHUNK, MAX_VISIT
 from nova_queue.models import (
     Event,
     JobStatus,
@@ -39,6 +30,7 @@ from nova_queue.models import (
     WorkerInfo,
     int_field,
 )
+from nova_queue.placement import Requirement
 from nova_queue.retention import RetentionCalls
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
@@ -57,33 +49,6 @@ def new_job_id() -> str:
     stamp = "".join(_CROCKFORD[(ms >> (5 * i)) & 31] for i in reversed(range(10)))
     rand = "".join(secrets.choice(_CROCKFORD) for _ in range(6))
     return stamp + rand
-
-
-def check_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,
-              max_attempts: int, retention_s: int) -> None:
-    """Raise InputError unless these are a job ``enqueue`` accepts (as its script checks)."""
-    if not APP_NAME_RE.match(app):
-        raise errors.InputError(f"invalid app name {app!r}")
-    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
-        raise errors.InputError(f"invalid job id {job_id!r}: use letters, digits, _ and -")
-    if not tasks:
-        raise errors.InputError("a job needs at least one task")
-    if len(tasks) > MAX_JOB_TASKS:
-        raise errors.InputError(f"a job has at most {MAX_JOB_TASKS} tasks")
-    if not isinstance(priority, int) or not -1000 <= priority <= 1000:
-        raise errors.InputError("priority must be an integer from -1000 to 1000")
-    if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
-        raise errors.InputError(f"max attempts must be an integer from 1 to {MAX_ATTEMPTS}")
-    if not isinstance(retention_s, int) or not 0 <= retention_s <= MAX_RETENTION_S:
-        raise errors.InputError(f"retention must be an integer from 0 to {MAX_RETENTION_S} s")
-    for i, spec in enumerate(tasks):
-        if not isinstance(spec.input, str):
-            raise errors.InputError(f"task {i}: input must be a string")
-        if len(spec.input.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-            raise errors.InputError(f"task {i}: input longer than {MAX_INPUT_BYTES} bytes")
-        if not (isinstance(spec.cost, (int, float)) and MIN_COST <= spec.cost <= MAX_COST):
-            raise errors.InputError(f"task {i}: cost must be a number from {MIN_COST:g} "
-                                    f"to {MAX_COST:g}")
 
 
 class NovaClient(WorkerCalls, RetentionCalls):
@@ -137,28 +102,27 @@ class NovaClient(WorkerCalls, RetentionCalls):
     def enqueue(self, app: str, tasks: Sequence[TaskSpec], *,
                 params: Mapping[str, Any] | None = None, priority: int = 0,
                 max_attempts: int | None = None, name: str = "", job_id: str | None = None,
-                timeout_s: float | None = None, chunk_size: int = ENQUEUE_CHUNK,
-                retention_s: int | None = None) -> str:
+                timeout_s: float | None = None, requires: Sequence[str | Requirement] = (),
+                owner: str | None = None, model: str = "",
+                chunk_size: int = ENQUEUE_CHUNK, retention_s: int | None = None) -> str:
         """Create a job of ``tasks`` for ``app``; all or nothing. Returns the job id.
         ``timeout_s``: each task's run-time limit (default: derived from the claiming
-        worker's prediction, ``Settings.task_timeout_floor_s`` / ``_factor``). Once finished
-        the job stays in Redis ``retention_s`` (default ``settings.job_retention_s``); then
-        the retention sweep, run here after each enqueue, deletes it."""
+        worker's prediction, ``Settings.task_timeout_floor_s`` / ``_factor``).
+        ``requires``: what a worker's labels must meet (``backend=cuda,rocm``,
+        ``memory_gb>=12``; ``nova_queue.placement``). ``owner``: whose share of the pool the
+        job uses (default ``Settings.owner``). ``model``: what its tasks need loaded (the
+        app spec's ``model_key``), so workers that have it warm take them first. Once
+        finished the job stays in Redis ``retention_s`` (default
+        ``settings.job_retention_s``); then the retention sweep, run here after each
+        enqueue, deletes it."""
         job_id = job_id or new_job_id()
         max_attempts = self.settings.max_attempts if max_attempts is None else max_attempts
         retention_s = self.settings.job_retention_s if retention_s is None else retention_s
-        check_job(app, tasks, job_id, priority, max_attempts, retention_s)
-        fields: dict[str, Any] = {
-            "app": app, "params": json.dumps(dict(params or {}), sort_keys=True),
-            "priority": priority, "max_attempts": max_attempts, "total": len(tasks),
-            "name": name[:200], "retention_s": retention_s,
-        }
-        if timeout_s is not None:
-            if not (isinstance(timeout_s, (int, float)) and 0.001 <= timeout_s <= MAX_RUN_S):
-                raise errors.InputError(f"timeout must be a number of seconds from 0.001 to "
-                                        f"{MAX_RUN_S}, not {timeout_s!r}")
-            fields["timeout_s"] = float(timeout_s)
-        meta = json.dumps(fields)
+        meta = json.dumps(job_fields(
+            app, tasks, job_id, params=params, priority=priority, max_attempts=max_attempts,
+            name=name, timeout_s=timeout_s, requires=requires,
+            owner=self.settings.resolved_owner if owner is None else owner, model=model,
+            retention_s=retention_s))
         k = self.keys
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
                 k.events(), k.apps(), k.meta()]

@@ -20,7 +20,7 @@ from nova_queue.keys import Keyspace
 #: Keys of a namespace with no id in their name.
 SINGLETONS = frozenset({"jobs", "staging", "leases", "inflight", "seq", "apps", "failed",
                         "finished", "expiring", "expired", "workers", "departed", "alive",
-                        "meta", "events"})
+                        "meta", "events", "usage", "shares"})
 _SHAPES = [
     ("task", re.compile(r"^task:([A-Za-z0-9_-]{1,64}):(\d{1,12})$")),
     ("job", re.compile(r"^job:([A-Za-z0-9_-]{1,64})$")),
@@ -30,6 +30,9 @@ _SHAPES = [
     ("held", re.compile(r"^held:([A-Za-z0-9_.-]{1,128})$")),
     ("app", re.compile(r"^app:([A-Za-z0-9_.-]{1,64}):(?:workers|fleet)$")),
     ("web", re.compile(r"^web:(?:session|fails):.+$")),
+    # placement: models held warm, owners with pending work and their queues of jobs
+    ("placement", re.compile(r"^app:[A-Za-z0-9_.-]{1,64}:"
+                             r"(?:warm|owners|owner:[A-Za-z0-9_.:@+/-]{0,128})$")),
 ]
 #: Task fields the checks read, in this order.
 TASK_FIELDS = ("state", "worker", "b_worker")
@@ -74,7 +77,7 @@ def scan_keys(r: redis.Redis, keys: Keyspace) -> KeyScan:
 def _add(out: KeyScan, kind: str, m: re.Match[str]) -> None:
     if kind == "task":
         out.task_keys[m.group(1)] += 1
-    elif kind != "web":
+    elif kind not in ("web", "placement"):
         {"job": out.jobs, "stage": out.stages, "pending": out.pending_apps,
          "worker": out.workers, "held": out.held, "app": out.app_sets}[kind].add(m.group(1))
 

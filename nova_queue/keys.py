@@ -13,10 +13,11 @@ patterns (``lua/includes/common.lua``).
 
 Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
 Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
-G register, D deregister, T retry, A abort (complete_claim writes as K, then as C), Y the
-retention sweep (expire) and purge, O doctor's repairs, and B the web gallery (its own
-unlock state, nothing else). Readers: W worker runtime, U CLI/API, B web gallery,
-M metrics, Q post-processing.
+G register, D deregister, T retry, A abort, Q quarantine, L loaded (complete_claim writes as
+K, then as C), Y the retention sweep (expire) and purge, O doctor's repairs, U an admin
+through the client (shares, the usage half-life), and B the web gallery (its own unlock
+state, nothing else). Readers: W worker runtime, U CLI/API, B web gallery, M metrics,
+Q post-processing.
 
 ======================================  =======  ===  =================  ========
 key                                     type     TTL  written by         read by
@@ -42,6 +43,11 @@ nova:{ns}:worker:<wid>                  hash     -    G C R K F P D Y    C U B M
 nova:{ns}:held:<wid>                    set      -    C K F P D Y O      C P D
 nova:{ns}:app:<app>:workers             set      -    G P D              B
 nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
+nova:{ns}:app:<app>:warm                hash     -    C P L              C
+nova:{ns}:app:<app>:owners              set      -    E C F P T          C U B
+nova:{ns}:app:<app>:owner:<owner>       zset     -    E C F P T          C U
+nova:{ns}:usage                         hash     -    K U                C U B
+nova:{ns}:shares                        hash     -    U                  C U B
 nova:{ns}:meta                          hash     -    all scripts        all scripts U B
 nova:{ns}:events                        stream   -    all writers        B U Q
 nova:{ns}:web:session:<digest>          string   TTL  B                  B
@@ -53,13 +59,20 @@ Fields and members:
 - ``job:<job>``: ``id app params`` (JSON object) ``priority max_attempts name created_ms
   started_ms finished_ms state`` (staging | queued | running | done | cancelled | expired:
   being deleted) ``total staged pending leased done failed cancelled`` (task counts) ``seq0``
-  ``retention_s`` (how long it stays once finished) ``purge_next`` (the lowest task index not
-  yet deleted, while it expires).
+  ``timeout_s`` (run-time limit per task; '' derives it) ``requires`` (JSON list of
+  ``[key, op, values]``, :mod:`nova_queue.placement`) ``owner`` ``model`` (what its tasks
+  need warm) ``retention_s`` (how long it stays once finished) ``purge_next`` (the lowest
+  task index not yet deleted, while it expires).
 - ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | done | failed |
   cancelled) ``input cost``; at claim ``lease_gen attempt_id attempt_count worker
-  worker_name backend host deadline_ms claimed_ms predicted_s``; at commit ``result
-  finished_ms run_s warm cold_s meta``; on failure ``error error_kind last_worker oom``
-  (comma-separated worker ids that ran out of memory on it). A task id is ``<job>:<index>``.
+  worker_name backend host deadline_ms claimed_ms predicted_s run_deadline_ms``; a backup
+  attempt the same names prefixed ``b_`` (``b_worker b_lease_gen b_attempt_id ...``) and
+  ``backups gen_top``; at commit ``result finished_ms run_s warm cold_s meta
+  won_by_backup``; ``charged`` (the predicted time fair share charged its owner at claim);
+  on failure ``error error_kind last_worker oom`` (comma-separated worker
+  ids that ran out of memory on it) ``oom_memory oom_batch`` (the largest device memory and
+  the smallest batch it did so with) ``failed_on`` (worker ids it failed or timed out on).
+  A task id is ``<job>:<index>``.
 - ``pending:<app>``: task ids scored ``(1000 - priority) * 2**42 + seq`` — priority first,
   then FIFO, where ``seq = seq0 + index + 1`` (``seq0``: the job's block of the ``seq``
   counter); a requeued task gets the same score back and returns to its old place.
@@ -82,12 +95,23 @@ Fields and members:
   state`` (idle | busy | lost | stopped) ``busy_until_ms tasks_done failures oom claims``
   and per app ``bench:<app>`` (startup benchmark, s per cost unit) ``ema:<app>`` (moving
   average of warm runs, s per cost unit) ``n:<app>`` (warm samples) ``cold:<app>``
-  (first-run compile/warm-up s) ``load:<app>`` (load s) ``done:<app>`` ``protocol`` (the
-  protocol version of the release that registered it; none: a release before protocol checks).
+  (first-run compile/warm-up s) ``load:<app>`` (load s) ``done:<app>`` ``warm:<app>`` (the
+  model it holds or is loading); ``labels`` (JSON object) ``model_loads last_done_ms``;
+  its failure streak ``fail_streak fast_streak streak_since_ms streak_tids blamed
+  last_error``; a quarantine ``quarantined quarantine_reason quarantined_ms
+  quarantine_until_ms cooldown_ms probe_tid``; ``protocol`` (the protocol version of the
+  release that registered it; none: a release before protocol checks).
 - ``held:<wid>``: task ids the worker leases. (A worker's heartbeat is its score in
   ``alive``; there is no separate heartbeat key, so the worker role needs no ``SET``.)
 - ``app:<app>:workers``: live workers serving the app; ``app:<app>:fleet``: those with a
   speed estimate, scored by it (s per cost unit).
+- ``app:<app>:warm``: model -> how many live workers hold it warm (or are loading it).
+- ``app:<app>:owners``: owners with jobs of the app that may have pending tasks;
+  ``app:<app>:owner:<owner>``: those jobs, scored by their first task's pending score
+  (priority, then FIFO). A claim drops a job whose tasks are all taken, a requeue puts it
+  back.
+- ``usage``: ``u:<owner>`` (recent worker-seconds, decayed) ``m:<owner>`` (ms it was last
+  brought up to date) ``half_life_s``; ``shares``: owner -> share (weight; 1 when unset).
 - ``meta``: ``protocol`` (the namespace's protocol version, :mod:`nova_queue.protocol`; the
   first script to find it missing writes its own, every script checks it), ``last_tick_ms``
   (last script run) and ``grace_until_ms`` (no reaping before; set after Redis was
@@ -219,6 +243,21 @@ class Keyspace:
 
     def app_fleet(self, app: str) -> str:
         return self._k("app", app, "fleet")
+
+    def app_warm(self, app: str) -> str:
+        return self._k("app", app, "warm")
+
+    def app_owners(self, app: str) -> str:
+        return self._k("app", app, "owners")
+
+    def app_owner_queue(self, app: str, owner: str) -> str:
+        return self._k("app", app, "owner", owner)
+
+    def usage(self) -> str:
+        return self._k("usage")
+
+    def shares(self) -> str:
+        return self._k("shares")
 
     # namespace-wide
     def meta(self) -> str:

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from nova_queue.keys import split_task_id
+from nova_queue.placement import labels_from_json, requirement_text, requirements_from_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +88,15 @@ class FailResult:
 #: may HSET a field to anything ("inf", "1e400", 400 digits), and one unreadable field must
 #: not break a page, a CLI table or the post-worker.
 MAX_FIELD_NUMBER = 2**53
+
+
+def _json_list(raw: Any) -> Any:
+    """A JSON list field (a job's ``requires``); anything else reads as []."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) and len(raw) <= 8192 else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
 
 def int_field(v: Any, default: int = 0) -> int:
@@ -229,6 +239,11 @@ class JobStatus:
     staged: int = 0
     #: Run-time limit per task (s); None: derived from each claim's prediction.
     timeout_s: float | None = None
+    #: What a worker's labels must meet (``placement.Requirement`` tuples).
+    requires: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    #: Whose share of the pool it uses, and the model its tasks need warm ('' if none).
+    owner: str = ""
+    model: str = ""
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
@@ -243,6 +258,8 @@ class JobStatus:
             leased=int_field(h.get("leased")), done=int_field(h.get("done")),
             failed=int_field(h.get("failed")), cancelled=int_field(h.get("cancelled")), tasks=tasks,
             staged=int_field(h.get("staged")), timeout_s=float_field(h.get("timeout_s")),
+            requires=tuple(requirements_from_json(_json_list(h.get("requires")))),
+            owner=h.get("owner", ""), model=h.get("model", ""),
         )
 
     @property
@@ -262,6 +279,8 @@ class JobStatus:
             "finished_ms": self.finished_ms, "total": self.total, "pending": self.pending,
             "leased": self.leased, "done": self.done, "failed": self.failed,
             "cancelled": self.cancelled, "timeout_s": self.timeout_s,
+            "requires": [requirement_text(r) for r in self.requires], "owner": self.owner,
+            "model": self.model,
         }
         if with_tasks:
             out["tasks"] = [t.to_json() for t in self.tasks]
@@ -305,6 +324,11 @@ class WorkerInfo:
     #: Failed attempts since its last commit, and the last error.
     fail_streak: int = 0
     last_error: str = ""
+    #: Its labels (placement.py): what job requirements are checked against.
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Per app, the model it holds loaded (``warm:<app>``), and how many loads it did.
+    warm: dict[str, str] = dataclasses.field(default_factory=dict)
+    model_loads: int = 0
 
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str]) -> WorkerInfo:
@@ -330,7 +354,9 @@ class WorkerInfo:
             busy_until_ms=int_field(h["busy_until_ms"]) if h.get("busy_until_ms") else None,
             tasks_done=int_field(h.get("tasks_done")), failures=int_field(h.get("failures")),
             oom=int_field(h.get("oom")), gflops=float_field(h.get("gflops")), current=current,
-            capability=cap, speeds=speeds, quarantined=h.get("quarantined") == "1",
+            capability=cap, speeds=speeds, labels=labels_from_json(h.get("labels")),
+            warm={a: h[f"warm:{a}"] for a in apps if h.get(f"warm:{a}")},
+            model_loads=int_field(h.get("model_loads")), quarantined=h.get("quarantined") == "1",
             quarantine_reason=h.get("quarantine_reason", "") if h.get("quarantined") == "1" else "",
             quarantine_until_ms=(int_field(h["quarantine_until_ms"])
                                  if h.get("quarantined") == "1" and h.get("quarantine_until_ms")
@@ -354,7 +380,8 @@ class WorkerInfo:
             "current": self.current, "speeds": self.speeds, "capability": self.capability,
             "quarantined": self.quarantined, "quarantine_reason": self.quarantine_reason,
             "quarantine_until_ms": self.quarantine_until_ms, "fail_streak": self.fail_streak,
-            "last_error": self.last_error,
+            "last_error": self.last_error, "labels": self.labels, "warm": self.warm,
+            "model_loads": self.model_loads,
         }
 
 

@@ -63,6 +63,12 @@ class Settings:
     #: How long a quarantined worker waits before one probe task (doubling each time a probe
     #: fails too). Env ``NOVA_QUARANTINE_COOLDOWN_S``.
     quarantine_cooldown_s: float = 300.0
+    #: Whose share of the pool a job enqueued here uses (fair share between owners); empty:
+    #: the login name. Env ``NOVA_OWNER`` (``enqueue --owner``).
+    owner: str = ""
+    #: Owner of the jobs the web gallery's form submits (its web token is one user's).
+    #: Env ``NOVA_WEB_OWNER``.
+    web_owner: str = "web"
     #: How long a worker waits for its app to stop after abandoning a task (timed out, or
     #: another attempt committed first) before it exits with code 75 for its supervisor to
     #: restart it. Env ``NOVA_ABANDON_GRACE_S``.
@@ -142,6 +148,7 @@ class Settings:
         if not 0 <= self.job_retention_s <= MAX_RETENTION_S:
             raise ConfigError(f"job retention must be from 0 to {MAX_RETENTION_S} s")
 
+
     @property
     def lease_ttl_ms(self) -> int:
         return int(self.lease_ttl_s * 1000)
@@ -149,6 +156,18 @@ class Settings:
     @property
     def heartbeat_interval_ms(self) -> int:
         return int(self.heartbeat_interval_s * 1000)
+
+    @property
+    def resolved_owner(self) -> str:
+        """The owner of jobs enqueued with these settings: ``owner``, else the login name."""
+        if self.owner:
+            return self.owner
+        import getpass
+
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "anonymous"
 
     @property
     def resolved_store_url(self) -> str:

@@ -16,6 +16,7 @@ from nova_queue import errors
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
 from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_COOLDOWN_S, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
+from nova_queue.placement import Requirement, labels_from_json, meets, unmet
 from nova_queue.settings import Settings
 
 #: Most lost workers and most expired leases one call reaps (each kind; the scripts cap it
@@ -228,10 +229,13 @@ class WorkerCalls:
             return done, None
         return done, self._claim_result(app, claim_code, int(res[3]), res[4], *res[5:6])
 
-    def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "") -> FailResult:
+    def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "", *,
+             batch: int = 1) -> FailResult:
         """Report a failed run: ``kind`` is ``error`` or ``oom`` (an attempt is used, unless
         the worker is quarantined), or ``shutdown`` or ``infra`` (the worker or a dependency
-        failed: no attempt is used). State ``leased``: the task's other attempt runs on."""
+        failed: no attempt is used). ``batch``: how many tasks the failed run held (after
+        ``oom``, a smaller batch may fit). State ``leased``: the task's other attempt runs
+        on."""
         k, st = self.keys, self.settings
         code, state = self._call(
             "fail",
@@ -240,21 +244,51 @@ class WorkerCalls:
              k.events()],
             [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id, kind,
              message[:MAX_ERROR_CHARS], self._maxlen, st.quarantine_fast_fails,
-             int(st.quarantine_fast_s * 1000), int(st.quarantine_cooldown_s * 1000)])
+             int(st.quarantine_fast_s * 1000), int(st.quarantine_cooldown_s * 1000),
+             max(1, min(int(batch), MAX_CLAIM_K))])
         errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
         return FailResult(requeued=state == "pending", state=str(state))
 
-    def eligible_workers(self, app: str) -> list[str]:
-        """Ids of the live workers (heartbeat not expired) that serve ``app``, sorted.
+    def note_loaded(self, worker_id: str, app: str, model: str, load_s: float) -> int:
+        """The worker loaded ``model`` for ``app`` in ``load_s``: it holds it warm now (claims
+        prefer that model's jobs for it). Returns how many loads it did."""
+        k = self.keys
+        code, loads = self._call(
+            "loaded", [k.worker(worker_id), k.alive(), k.events(), k.meta()],
+            [self.prefix, worker_id, app, model, repr(max(0.0, min(float(load_s), MAX_RUN_S))),
+             self.settings.ema_alpha, self._maxlen])
+        errors.raise_for_code(int(code), detail="worker not registered")
+        return int(loads)
+
+    def eligible_workers(self, app: str, requires: Sequence[Requirement] = ()) -> list[str]:
+        """Ids of the live workers (heartbeat not expired) that serve ``app`` and whose
+        labels meet ``requires``, sorted.
 
         What a job of ``app`` can run on right now; an empty list means its tasks wait
         until such a worker joins."""
+        live = self._live_app_workers(app)
+        if not requires:
+            return sorted(live)
+        return sorted(w for w, labels in self.worker_labels(live).items() if meets(labels, requires))
+
+    def _live_app_workers(self, app: str) -> list[str]:
         members = sorted(self.redis.smembers(self.keys.app_workers(app)))
         if not members:
             return []
         now_ms = self.server_time_ms()
         scores = self.redis.zmscore(self.keys.alive(), members)
         return [wid for wid, s in zip(members, scores) if s is not None and s >= now_ms]
+
+    def worker_labels(self, worker_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        """``{worker id: its labels}`` (placement.py): what requirements are checked against."""
+        pipe = self.redis.pipeline(transaction=False)
+        for wid in worker_ids:
+            pipe.hget(self.keys.worker(wid), "labels")
+        return {wid: labels_from_json(raw) for wid, raw in zip(worker_ids, pipe.execute())}
+
+    def unmet_requirement(self, app: str, requires: Sequence[Requirement]) -> str:
+        """Why no live worker of ``app`` meets ``requires`` (placement.unmet)."""
+        return unmet(list(self.worker_labels(self._live_app_workers(app)).values()), requires)
 
     def live_apps(self) -> dict[str, int]:
         """``{app: live workers serving it}`` over every live worker (for "who could run

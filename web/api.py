@@ -59,7 +59,8 @@ def job(job_id: str) -> Any:
     except JobNotFoundError as exc:
         abort(missing_status(exc), str(exc))
     return jsonify({**status.to_json(),
-                    "eligible_workers": len(nova.client.eligible_workers(status.app))})
+                    "eligible_workers": len(nova.client.eligible_workers(status.app,
+                                                                         status.requires))})
 
 
 @bp.get("/jobs/<job_id>/timeline")

@@ -44,6 +44,7 @@ from nova_queue.web import (
     views_events,
     views_failed,
     views_jobs,
+    views_owners,
     views_workers,
 )
 from nova_queue.web.extensions import nova, sock, state_of
@@ -121,8 +122,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *,
     auth.init_app(app)
     forms.init_app(app)
     app.jinja_env.filters.update(seconds=fmt_seconds, bytes=fmt_bytes, backend=backend_label)
-    for module in (views_jobs, views_workers, views_events, views_failed, api, live, results,
-                   metrics):
+    for module in (views_jobs, views_workers, views_owners, views_events, views_failed, api, live,
+                   results, metrics):
         app.register_blueprint(module.bp)
     metrics.init_app(app, state_of(app).client)
     app.before_request(functools.partial(_check_protocol, state_of(app)))

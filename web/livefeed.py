@@ -87,11 +87,14 @@ class JobFeed:
         """The job summary plus who can run it: ``eligible_workers`` (live workers serving
         its app) and ``workers_text`` (a warning while none does and work remains)."""
         view = job_summary(job, self.client.server_time_ms())
-        eligible = len(self.client.eligible_workers(job.app))
+        eligible = len(self.client.eligible_workers(job.app, job.requires))
         waiting = not job.finished and job.pending + job.leased > 0
         view["eligible_workers"] = eligible
-        view["workers_text"] = (no_worker_text(job.app, self.client.live_apps())
-                                if waiting and not eligible else "")
+        view["workers_text"] = ""
+        if waiting and not eligible:
+            unmet = (self.client.unmet_requirement(job.app, job.requires)
+                     if job.requires and self.client.eligible_workers(job.app) else "")
+            view["workers_text"] = no_worker_text(job.app, self.client.live_apps(), unmet)
         return view
 
     def snapshot(self) -> dict[str, Any]:

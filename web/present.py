@@ -57,8 +57,12 @@ def job_summary(job: JobStatus, now_ms: int) -> dict[str, Any]:
     }
 
 
-def no_worker_text(app: str, live_apps: Mapping[str, int]) -> str:
-    """Why a job's tasks wait: no live worker serves its app (and what live ones serve)."""
+def no_worker_text(app: str, live_apps: Mapping[str, int], unmet: str = "") -> str:
+    """Why a job's tasks wait: no live worker serves its app (and what live ones serve), or
+    none that does meets its requirements (``unmet`` says which)."""
+    if unmet:
+        return (f"No live worker of app '{app}' meets this job's requirements: {unmet}. Tasks "
+                "wait until one joins (nova-queue worker --label key=value).")
     if live_apps:
         served = ", ".join(f"{a} ({n})" if n > 1 else a for a, n in sorted(live_apps.items()))
         others = f"live workers serve: {served}"
@@ -183,6 +187,8 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
     "repaired": lambda f, who: f"doctor repaired {f.get('target')} ({f.get('op')}): {f.get('what')}",
     "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
                              "renewal window"),
+    "model_loaded": lambda f, who: (f"worker {who} loaded {f.get('model')} for "
+                                    f"{f.get('app')} in {f.get('load_s')} s"),
     "backup_started": lambda f, who: (f"{_task(f)}: {who} started a backup attempt "
                                       f"(gen {f.get('lease_gen')}) beside the running one"),
     "backup_won": lambda f, who: (f"{_task(f)}: the backup attempt on {who} committed first; "
@@ -239,6 +245,9 @@ def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
         "heartbeat_text": fmt_age(w.last_seen_ms, now_ms),
         "speed_rows": speeds,
         "current_text": ", ".join(w.current) if w.current else "–",
+        "labels_text": " ".join(f"{k}={v}" for k, v in sorted(w.labels.items())) or "–",
+        "warm_text": (", ".join(f"{app}: {m}" for app, m in sorted(w.warm.items()))
+                      + f" ({w.model_loads} loads)") if w.warm else "–",
         "quarantine_text": (f"quarantined: {w.quarantine_reason}; probe "
                             f"{_probe_when(w.quarantine_until_ms, now_ms)}"
                             if w.quarantined else ""),

@@ -19,10 +19,12 @@ from nova_queue.apps.registry import available_apps, load_app
 from nova_queue.client import NovaClient
 from nova_queue.errors import InputError
 from nova_queue.limits import MAX_RUN_S
+from nova_queue.placement import parse_requirements
 from nova_queue.prompts import parse_prompts
 
 _PARAM_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 TEXT_SOURCE = "prompts box"
+REQUIRES_SOURCE = "requirements"
 PARAMS_SOURCE = "params"
 
 
@@ -37,13 +39,16 @@ class SubmitForm:
     priority: str = "0"
     #: run-time limit per task in seconds; empty: derived from predictions
     timeout: str = ""
+    #: requirements on the workers' labels, one per line (``backend=cuda,rocm``)
+    requires: str = ""
 
     @classmethod
     def from_form(cls, form: Mapping[str, str]) -> SubmitForm:
         return cls(app=form.get("app", "").strip(), prompts=form.get("prompts", ""),
                    params=form.get("params", ""), name=form.get("name", "").strip(),
                    priority=form.get("priority", "0").strip() or "0",
-                   timeout=form.get("timeout", "").strip())
+                   timeout=form.get("timeout", "").strip(),
+                   requires=form.get("requires", ""))
 
 
 def parse_param_lines(text: str, source: str = PARAMS_SOURCE) -> dict[str, str]:
@@ -88,8 +93,24 @@ def submit(client: NovaClient, form: SubmitForm, upload: FileStorage | None) -> 
     app = load_app(form.app)
     params = app.parse_params(parse_param_lines(form.params))
     tasks = app.make_tasks(prompts, params)
+    requires = parse_requirement_lines(form.requires)
     return client.enqueue(form.app, tasks, params=params, priority=priority, name=form.name,
-                          timeout_s=timeout_s)
+                          timeout_s=timeout_s, requires=requires,
+                          owner=client.settings.web_owner, model=app.model_key(params))
+
+
+def parse_requirement_lines(text: str) -> list:
+    """One requirement per line (blank lines and ``#`` comments skipped), each named by its
+    line when it is wrong."""
+    out = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            try:
+                out += parse_requirements([line])
+            except InputError as exc:
+                raise InputError(exc.reason, source=REQUIRES_SOURCE, line=number) from None
+    return out
 
 
 def parse_timeout(text: str) -> float | None:

@@ -23,7 +23,7 @@ import redis
 
 from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
-from nova_queue.errors import ObjectExistsError, StaleResultError, StoreError
+from nova_queue.errors import NovaError, ObjectExistsError, StaleResultError, StoreError
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
@@ -172,8 +172,19 @@ class Executor:
         if loaded:
             log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
             self.ran_once = False
+            self._note_loaded(params, load_s)
         for i in range(0, len(leases), size):
             self._run_batch(run, leases[i:i + size], params)
+
+    def _note_loaded(self, params: dict[str, Any], load_s: float) -> None:
+        """Say which model this worker now holds warm (claims prefer its jobs here)."""
+        model = self.spec.model_key(params)
+        if not model:
+            return
+        try:
+            self.client.note_loaded(self.worker_id, self.spec.name, model, load_s)
+        except (redis.RedisError, NovaError) as exc:
+            log.warning("could not record the load of %s (%s)", model, exc)
 
     def _run_batch(self, run: _Run, leases: list[Lease], params: dict[str, Any]) -> None:
         live = [lease for lease in leases if not self._lost(run, lease)]
@@ -203,7 +214,7 @@ class Executor:
             kind = self.runner.classify_error(exc)
             log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
             for lease in live:
-                self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}")
+                self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}", batch=len(live))
             return
         finally:
             self.in_app = False
@@ -214,7 +225,8 @@ class Executor:
             if isinstance(output, BaseException):
                 kind = self.runner.classify_error(output)
                 log.warning("%s: %s on %s: %s", self.spec.name, kind, lease.task_id, output)
-                self._fail(run, lease, kind, f"{type(output).__name__}: {output}")
+                self._fail(run, lease, kind, f"{type(output).__name__}: {output}",
+                           batch=len(live))
                 continue
             self._finish(run, lease, output, elapsed * lease.cost / total_cost, warm)
 
@@ -346,11 +358,11 @@ class Executor:
         except StoreError as exc:
             log.warning("could not delete orphan %s: %s", key, exc)
 
-    def _fail(self, run: _Run, lease: Lease, kind: str, message: str) -> None:
+    def _fail(self, run: _Run, lease: Lease, kind: str, message: str, *, batch: int = 1) -> None:
         self.heartbeat.drop(lease)
         run.outcome.failed += 1
         try:
-            self.client.fail(self.worker_id, lease, kind, message)
+            self.client.fail(self.worker_id, lease, kind, message, batch=batch)
         except StaleResultError as exc:
             log.info("failure report for %s not needed: %s", lease.task_id, exc)
         except redis.RedisError as exc:

@@ -18,9 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import os
 import signal
-import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -39,11 +37,12 @@ from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
 from nova_queue.workers.abandon import EXIT_RESTART, Abandoner
 from nova_queue.workers.apps import WorkerApp, load_worker_app
-from nova_queue.workers.backend import BackendInfo, capability, detect_backend, device_score_gflops
+from nova_queue.workers.backend import BackendInfo, detect_backend, device_score_gflops
 from nova_queue.workers.claims import Claims
 from nova_queue.workers.execute import Executor, RunOutcome, WorkerShutdown
 from nova_queue.workers.heartbeat import Heartbeat
 from nova_queue.workers.node import Node, load_or_create_node, new_worker_id
+from nova_queue.workers.record import registry_fields
 from nova_queue.workers.redis_wait import wait_for_redis
 from nova_queue.workers.startup import AppBenchmark, benchmark_app
 
@@ -71,6 +70,8 @@ class WorkerOptions:
     burst: bool = False
     max_tasks: int | None = None
     app_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: custom labels (``--label key=value``), besides the automatic ones (workers/labels.py)
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     benchmark: bool = True
     #: seconds the matmul device score (registered as ``gflops``) may take; 0 skips it
     device_score_s: float = 0.3
@@ -179,19 +180,11 @@ class Worker:
                                      else AppBenchmark())
 
     def _registry_fields(self, node: Node, gflops: float | None) -> dict[str, Any]:
-        """The worker's registry record: identity, device, capability and benchmarks."""
-        info = self.info
-        assert info is not None
-        cap = capability(info, node, list(self.apps), gflops=gflops)
-        cap.update(slowdown=self.options.slowdown, nova_queue=__version__,
-                   benchmarks={a: dataclasses.asdict(b) for a, b in self.benchmarks.items()})
-        return {
-            "name": self.name, "host": socket.gethostname(), "host_id": node.host_id,
-            "node_id": node.node_id, "pid": os.getpid(), "backend": info.backend,
-            "device": info.device_name, "memory_total": info.memory_total,
-            "memory_free": info.memory_free, "gflops": gflops,
-            "slowdown": self.options.slowdown, "capability": _json(cap),
-        }
+        """The worker's registry record: identity, device, capability, benchmarks, labels."""
+        assert self.info is not None
+        return registry_fields(self.info, node, self.name, self.apps, self.benchmarks,
+                               slowdown=self.options.slowdown, gflops=gflops,
+                               labels=self.options.labels)
 
     def register(self) -> None:
         """Join (or re-join) the fleet with the capability record and benchmark."""

@@ -85,6 +85,12 @@ class AppSpec:
         """Turn a job's input into tasks with relative costs (default: one task per prompt)."""
         return [TaskSpec(p, 1.0) for p in prompts]
 
+    def model_key(self, params: Mapping[str, Any]) -> str:
+        """What a worker must have loaded (warm) to run a job with ``params`` without a load
+        first, as the runner's ``warm_key`` names it (e.g. txt2img: its model); '' when
+        nothing is loaded per job (the default)."""
+        return ""
+
 
 class App(AppSpec, abc.ABC):
     """An app written as one class, spec and runner together (the interface before the

@@ -11,6 +11,7 @@ from typing import Any
 
 from nova_queue.apps.base import AppSpec
 from nova_queue.apps.txt2img_params import parse_params, task_cost
+from nova_queue.jobspec import model_key_text
 from nova_queue.models import TaskSpec
 
 
@@ -29,3 +30,7 @@ class Txt2ImgSpec(AppSpec):
         """One task per prompt, costed ``width * height * steps / 512**2``."""
         cost = task_cost(params)
         return [TaskSpec(prompt, cost) for prompt in prompts]
+
+    def model_key(self, params: Mapping[str, Any]) -> str:
+        """The pipeline a job needs loaded: its ``model`` (a hub id or a folder)."""
+        return model_key_text(str(params.get("model", "")))

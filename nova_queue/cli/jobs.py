@@ -6,9 +6,11 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
+from nova_queue.apps.base import AppSpec
 from nova_queue.apps.registry import load_app
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import Duration, parse_pairs
@@ -17,11 +19,13 @@ from nova_queue.cli.wait import summary, wait_for_job
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
 from nova_queue.limits import MAX_RETENTION_S
-from nova_queue.models import JobStatus
+from nova_queue.models import JobStatus, TaskSpec
+from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
 from nova_queue.worker_calls import STAGING_ABANDONED_MS
 
 
+# long: one decorator per option of the command (its body is 23 lines)
 @click.command()
 @click.argument("file", metavar="FILE|-")
 @click.option("--app", default="txt2img", show_default=True, envvar="NOVA_APP",
@@ -39,6 +43,13 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
                    "attempt is used) and its late result is rejected.  [default: the larger "
                    "of NOVA_TASK_TIMEOUT_FLOOR_S (120) and NOVA_TASK_TIMEOUT_FACTOR (10) x "
                    "the claiming worker's predicted time]")
+@click.option("--require", "requires", multiple=True, metavar="REQ",
+              help="What a worker's labels must meet, repeatable: key=a,b (one of), key>=n, "
+                   "key<=n (e.g. --require backend=cuda,rocm --require memory_gb>=12). "
+                   "Workers' labels: nova-queue workers --json.")
+@click.option("--owner", default=None, envvar="NOVA_OWNER",
+              help="Whose share of the pool the job uses (fair share).  [default: "
+                   "NOVA_OWNER or the login name]")
 @click.option("--retention", "retention_s", type=Duration(MAX_RETENTION_S), default=None,
               metavar="AGE",
               help="How long the finished job stays in Redis (seconds, or 90m, 12h, 3d): "
@@ -56,32 +67,41 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
 @pass_ctx
 @handle_errors
 def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_attempts: int | None,
-            priority: int, name: str | None, timeout_s: float | None, retention_s: int | None,
+            priority: int, name: str | None, timeout_s: float | None,
+            requires: tuple[str, ...], owner: str | None, retention_s: int | None,
             max_bytes: int | None, wait: bool, as_json: bool) -> None:
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
-    FILE must be a regular file of at most --max-bytes. A file that cannot be used is
-    rejected with its line number and nothing is enqueued. Prints the job id; warns on
-    stderr when no live worker serves the app (the job waits until one joins).
+    FILE must be a regular file of at most --max-bytes; one that cannot be used is rejected
+    with its line number and nothing is enqueued. Prints the job id; warns on stderr when
+    no live worker serves the app or meets --require (the job waits until one joins).
     """
-    prompts = read_prompts(file, stdin=sys.stdin.buffer,
-                           max_bytes=max_bytes or ctx.settings.max_prompt_bytes)
-    application = load_app(app)
-    parsed = application.parse_params(parse_pairs(params, "-p"))
-    specs = application.make_tasks(prompts, parsed)
+    reqs = parse_requirements(requires)
+    application, parsed, specs = job_tasks(ctx, file, app, params, max_bytes)
     client = ctx.client()
-    job_id = client.enqueue(app, specs, params=parsed, priority=priority,
-                            max_attempts=max_attempts, timeout_s=timeout_s, retention_s=retention_s,
-                            name=name or ("stdin" if file == "-" else Path(file).name))
+    job_id = client.enqueue(
+        app, specs, params=parsed, priority=priority, max_attempts=max_attempts,
+        name=name or ("stdin" if file == "-" else Path(file).name), timeout_s=timeout_s,
+        retention_s=retention_s, requires=reqs, owner=owner, model=application.model_key(parsed))
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
         click.echo(json.dumps({"job_id": job_id}))
-    if note := no_worker_note(client, app):
+    if note := no_worker_note(client, app, reqs):
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)
+
+
+def job_tasks(ctx: Context, file: str, app: str, params: tuple[str, ...],
+              max_bytes: int | None) -> tuple[AppSpec, dict[str, Any], list[TaskSpec]]:
+    """The app, its parsed params and the tasks of FILE's prompts (nothing sent yet)."""
+    prompts = read_prompts(file, stdin=sys.stdin.buffer,
+                           max_bytes=max_bytes or ctx.settings.max_prompt_bytes)
+    application = load_app(app)
+    parsed = application.parse_params(parse_pairs(params, "-p"))
+    return application, parsed, application.make_tasks(prompts, parsed)
 
 
 def follow(client, job_id: str, as_json: bool) -> None:
@@ -95,10 +115,14 @@ def follow(client, job_id: str, as_json: bool) -> None:
         sys.exit(1)
 
 
-def no_worker_note(client, app: str) -> str | None:
-    """Why a job of ``app`` cannot run right now (no live worker serves it), or None."""
-    if client.eligible_workers(app):
+def no_worker_note(client, app: str, requires=()) -> str | None:
+    """Why a job of ``app`` (with ``requires``) cannot run right now: no live worker serves
+    the app, or none that does meets the requirements; None if one can."""
+    if client.eligible_workers(app, requires):
         return None
+    if requires and client.eligible_workers(app):
+        return f"no live worker of app '{visible(app)}' fits: " + visible(
+            client.unmet_requirement(app, requires))
     live = client.live_apps()
     serving = ", ".join(f"{visible(a)} ×{n}" for a, n in live.items())
     who = f"live workers serve: {serving}" if live else "no worker is live"
@@ -128,7 +152,7 @@ def status(ctx: Context, job_id: str, as_json: bool) -> None:
             raise
         _show_staging(staging, client, as_json)
         return
-    eligible = len(client.eligible_workers(st.app))
+    eligible = len(client.eligible_workers(st.app, st.requires))
     if as_json:
         click.echo(safe_json({**st.to_json(), "eligible_workers": eligible}))
         return
@@ -137,7 +161,8 @@ def status(ctx: Context, job_id: str, as_json: bool) -> None:
     click.echo(f"  {st.total} tasks: {st.pending} pending, {st.leased} running, {st.done} done, "
                f"{st.failed} failed, {st.cancelled} cancelled")
     if not eligible and not st.finished and st.pending:
-        click.echo(f"  warning: {no_worker_note(client, st.app)}; its tasks wait until one joins")
+        click.echo(f"  warning: {no_worker_note(client, st.app, st.requires)}; its tasks wait "
+                   "until one joins")
     click.echo(f"  {'#':>5}  {'STATE':9} {'WORKER':20} {'BACKEND':7} {'ATT':>3} {'GEN':>3}  PROMPT")
     for t in st.tasks:
         who = t.worker_name or (f"(was {t.last_worker_id[:14]})" if t.last_worker_id else "-")
@@ -151,7 +176,8 @@ def _show_staging(st: JobStatus, client, as_json: bool) -> None:
     reaped_ms = st.created_ms + STAGING_ABANDONED_MS
     if as_json:
         click.echo(safe_json({**st.to_json(), "staged": st.staged, "reaped_after_ms": reaped_ms,
-                              "eligible_workers": len(client.eligible_workers(st.app))}))
+                              "eligible_workers": len(client.eligible_workers(st.app,
+                                                                              st.requires))}))
         return
     left_min = max(0, reaped_ms - client.server_time_ms()) / 60_000
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(reaped_ms / 1000))

@@ -9,6 +9,7 @@ import click
 
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import parse_pairs
+from nova_queue.placement import parse_labels
 
 
 @click.command()
@@ -27,6 +28,10 @@ from nova_queue.cli.options import parse_pairs
               help="Exit after committing N tasks.")
 @click.option("-o", "--option", "app_options", multiple=True, metavar="KEY=VALUE",
               help="App option, repeatable (e.g. -o model=/models/sd-turbo -o compile=1).")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", envvar="NOVA_LABELS",
+              help="Custom label, repeatable (e.g. --label gpu=4090 --label site=lab); jobs "
+                   "may require labels (enqueue --require). Env NOVA_LABELS (comma-separated). "
+                   "Automatic: backend, device, memory_gb, host, fp16, nova, app.<name>.")
 @click.option("--no-benchmark", is_flag=True,
               help="Skip the startup benchmark (the worker explores instead).")
 @shared_options()
@@ -34,7 +39,7 @@ from nova_queue.cli.options import parse_pairs
 @handle_errors
 def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, slowdown: float,
            burst: bool, max_tasks: int | None, app_options: tuple[str, ...],
-           no_benchmark: bool) -> None:
+           labels: tuple[str, ...], no_benchmark: bool) -> None:
     """Detect and prove the backend, benchmark, then claim and run tasks until stopped."""
     # torch reads this when first imported: CPU fallback for ops MPS lacks (Apple Metal)
     os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
@@ -43,7 +48,7 @@ def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, 
     options = WorkerOptions(
         apps=tuple(apps) or default_apps(), backend=backend, name=name, slowdown=slowdown,
         burst=burst, max_tasks=max_tasks, app_options=parse_pairs(app_options, "-o"),
-        benchmark=not no_benchmark)
+        labels=parse_labels(labels), benchmark=not no_benchmark)
     w = Worker(ctx.settings, options)
     w.install_signal_handlers()
     sys.exit(w.run())

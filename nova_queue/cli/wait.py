@@ -102,8 +102,10 @@ class _Lines(_Reporter):
     def _waiting_note(self, status: JobStatus) -> str:
         if status.pending == 0 or status.finished:
             return ""
-        if self.client.eligible_workers(status.app):
+        if self.client.eligible_workers(status.app, status.requires):
             return ""
+        if status.requires:
+            return f"; no live worker of app '{visible(status.app)}' meets its requirements"
         return f"; no live worker serves app '{visible(status.app)}'"
 
 

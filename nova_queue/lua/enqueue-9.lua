@@ -48,6 +48,7 @@
 --- @include "staged_job"
 --- @include "write_tasks"
 --- @include "move_staged"
+--- @include "queue_job"
 
 local K = {
   job = KEYS[1], jobs = KEYS[2], staging = KEYS[3], stage = KEYS[4], pending = KEYS[5],
@@ -101,6 +102,7 @@ end
 redis.call('HSET', K.job, 'state', 'queued', 'pending', int(job.total))
 redis.call('ZADD', K.jobs, now, a.job_id)
 redis.call('SADD', K.apps, job.app)
+queue_job(a.prefix, a.job_id, job.app, job.owner, job.priority, job.seq0)
 emit({ prefix = a.prefix, events = K.events, maxlen = a.maxlen }, 'enqueued', 'job', a.job_id,
   'app', job.app, 'total', int(job.total))
 return { CODE.OK, staged, 0 }

@@ -1,8 +1,9 @@
 --[[ fail: a worker reports that a leased task did not produce a result. Fenced like
   complete. The kind decides: "shutdown" (the worker is stopping) and "infra" (the result
   store or another dependency failed, not the task) release without using an attempt; "oom"
-  records that this worker could not hold the task (claims send it elsewhere) and
-  requeues while attempts remain; "error" records that the task failed on this worker
+  records that this worker could not hold the task: claims send it to a worker with more
+  device memory, or one taking a smaller batch, while one is live, and it requeues while
+  attempts remain; "error" records that the task failed on this worker
   (claims send it elsewhere while another live worker serves the app), counts against the
   worker (note_failure: a worker whose failures succeed elsewhere is quarantined and its
   attempts given back) and requeues while attempts remain. A quarantined worker's
@@ -33,6 +34,7 @@
           while other workers succeed (0..1000; 0: never)
   ARGV[10] that time (ms, 0..86400000)
   ARGV[11] quarantine cool-down (ms, 1..86400000)
+  ARGV[12] how many tasks the failed run held (1..64; "oom": a smaller batch may fit)
 
   Returns {code, new state}
     0  OK      new state = "pending" (requeued) | "failed" | "cancelled" | "leased" (the
@@ -45,7 +47,7 @@
 --- @include "checks"
 --- @include "fence"
 --- @include "reject_stale"
---- @include "add_to_list"
+--- @include "record_failure"
 --- @include "release_attempt"
 --- @include "note_failure"
 
@@ -54,6 +56,7 @@ local prefix, wid, tid, gen, attempt_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], AR
 local kind, message = ARGV[6], string.sub(ARGV[7] or '', 1, MAX_TEXT_BYTES)
 local q = { fast_fails = int_in(ARGV[9], 0, MAX_ATTEMPTS), fast_ms = int_in(ARGV[10], 0, MAX_TTL_MS),
   cooldown_ms = int_in(ARGV[11], 1, MAX_COOLDOWN_MS) }
+local batch = int_in(ARGV[12], 1, MAX_CLAIM_K)
 local ctx = {
   prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8],
   finished = KEYS[9], events = KEYS[10], maxlen = ARGV[8],
@@ -65,9 +68,9 @@ end
 -- as complete: the fence compares worker, lease_gen and attempt id with what claim wrote
 if not is_task_id(tid) or #wid > 128 or #gen > 20 or #attempt_id > 64
     or not int_in(ARGV[8], 1, MAX_EVENTS_MAXLEN) or not q.fast_fails or not q.fast_ms
-    or not q.cooldown_ms then
-  return bad_input('invalid worker id, task id, lease_gen, attempt id, events MAXLEN or '
-    .. 'quarantine policy')
+    or not q.cooldown_ms or not batch then
+  return bad_input('invalid worker id, task id, lease_gen, attempt id, events MAXLEN, '
+    .. 'quarantine policy or batch size')
 end
 if not keys_are(prefix, KEYS, { 'task:' .. tid, 'job:' .. job_of(tid), 'worker:' .. wid,
     'held:' .. wid, false, 'leases', 'inflight', 'failed', 'finished', 'events' }) then
@@ -80,7 +83,8 @@ end
 local now = now_ms()
 
 local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id', 'b_worker',
-  'b_lease_gen', 'b_attempt_id', 'oom', 'failed_on', 'claimed_ms', 'b_claimed_ms')
+  'b_lease_gen', 'b_attempt_id', 'oom', 'failed_on', 'claimed_ms', 'b_claimed_ms', 'oom_memory',
+  'oom_batch')
 if not t[1] then
   return { CODE.UNKNOWN_TASK, '' }
 end
@@ -90,15 +94,7 @@ if code ~= CODE.OK then
   return { code, t[1] }
 end
 
-if kind == 'oom' then
-  redis.call('HSET', task_key, 'oom', add_to_list(t[8], wid))
-  redis.call('HINCRBY', worker_key, 'oom', 1)
-elseif kind == 'error' then
-  redis.call('HSET', task_key, 'failed_on', add_to_list(t[9], wid))
-end
-if kind ~= 'shutdown' then
-  redis.call('HINCRBY', worker_key, 'failures', 1)
-end
+record_failure(task_key, worker_key, t, wid, kind, batch)
 local quarantined = redis.call('HGET', worker_key, 'quarantined') == '1'
 local state = release_attempt(ctx, tid, wid, now, kind, message, burn and not quarantined)
 if kind == 'error' then

@@ -22,6 +22,7 @@
 ]]
 --- @include "common"
 --- @include "checks"
+--- @include "queue_job"
 --- @include "check_protocol"
 
 local task_key, job_key, pending_key = KEYS[1], KEYS[2], KEYS[3]
@@ -37,7 +38,7 @@ local t = redis.call('HMGET', task_key, 'state')
 if not t[1] then
   return { CODE.UNKNOWN_TASK }
 end
-local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0', 'app')
+local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0', 'app', 'owner')
 if pending_key ~= prefix .. 'pending:' .. (j[4] or '') then
   return bad_input("KEYS[3] is not the pending set of the job's app")
 end
@@ -47,6 +48,7 @@ end
 redis.call('HSET', task_key, 'state', 'pending', 'attempt_count', 0)
 redis.call('HDEL', task_key, 'oom')
 redis.call('ZADD', pending_key, task_score(j[2], j[3], tid), tid)
+queue_job(prefix, job_of(tid), j[4], j[5], j[2], j[3])
 redis.call('ZREM', KEYS[4], tid)
 redis.call('HINCRBY', job_key, 'failed', -1)
 redis.call('HINCRBY', job_key, 'pending', 1)

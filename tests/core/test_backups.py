@@ -5,41 +5,18 @@ alone while the other runs on."""
 from __future__ import annotations
 
 import pytest
+from novatests.leases import (
+    backdate,
+    commit,
+    events,
+    join,
+    setup_job,
+    task_hash,
+    worker_hash,
+)
 from novatests.seed import expire_worker, set_speed
 
-from nova_queue import TaskSpec
 from nova_queue.errors import StaleResultError
-from nova_queue.keys import result_key
-
-
-def join(nova, wid, apps=("synthetic",)):
-    nova.register_worker(wid, {"name": wid, "backend": "cpu"}, apps)
-
-
-def setup_job(nova, n=3, cost=1.0, **kw):
-    return nova.enqueue("synthetic", [TaskSpec(f"p{i}", cost) for i in range(n)], **kw)
-
-
-def commit(nova, wid, lease, run_s=0.1):
-    key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
-    return nova.complete(wid, lease, key, run_s=run_s, warm=True)
-
-
-def task_hash(nova, tid):
-    return nova.redis.hgetall(nova.keys.task(tid))
-
-
-def worker_hash(nova, wid):
-    return nova.redis.hgetall(nova.keys.worker(wid))
-
-
-def events(nova, *types):
-    return [e for e in nova.events(count=10_000) if not types or e.type in types]
-
-
-def backdate(nova, tid, ms, field="claimed_ms"):
-    """Seed state: the attempt began ``ms`` earlier than it did."""
-    nova.redis.hset(nova.keys.task(tid), field, int(task_hash(nova, tid)[field]) - ms)
 
 
 def running_slowly(nova, elapsed_ms=5_000, predicted_s=0.5):

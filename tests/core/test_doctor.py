@@ -11,7 +11,7 @@ import redis
 from novatests.leases import join, rkey, setup_job
 from novatests.seed import expire_worker
 
-from nova_queue import NovaClient, TaskSpec, doctor
+from nova_queue import NovaClient, TaskSpec, doctor, shares
 from nova_queue.doctor_checks import Finding
 from nova_queue.local import RedisServer
 
@@ -221,3 +221,31 @@ def test_a_user_without_config_gets_a_warning_not_a_crash(nova, redis_url):
         assert report.ok, [x.message for x in report.problems]
     finally:
         nova.redis.acl_deluser(user)
+
+
+def test_placement_keys_are_known_and_a_job_missing_from_its_owners_queue_is_put_back(nova):
+    """Fair share walks the owners' queues only: a job with pending tasks that is in none
+    (a release before fair share enqueued it, or a key was lost) would wait while two
+    owners have work. The doctor finds it and --repair queues it again; the placement keys
+    (owners, their queues, usage, shares, warm models) are no orphans."""
+    k, r = nova.keys, nova.redis
+    join(nova, "w")
+    a = nova.enqueue("synthetic", [TaskSpec(f"a{i}") for i in range(3)], owner="alice")
+    b = nova.enqueue("synthetic", [TaskSpec(f"b{i}") for i in range(3)], owner="bob")
+    shares.set_share(nova, "bob", 2)
+    lease = nova.claim("w", "synthetic").leases[0]  # fair share: usage is charged
+    nova.complete("w", lease, rkey(lease), run_s=0.1, warm=True)
+    nova.note_loaded("w", "synthetic", "model-a", 0.5)
+    assert r.exists(k.usage(), k.shares(), f"{nova.prefix}app:synthetic:warm") == 3
+    report = doctor.diagnose(nova)
+    orphans = [f.message for f in report.findings if f.check == "orphans"]
+    assert report.ok and not orphans, orphans
+    queue = f"{nova.prefix}app:synthetic:owner:bob"
+    r.zrem(queue, b)
+    found = [f for f in doctor.diagnose(nova).problems if f.keys[0] == k.job(b)]
+    assert found and "in its owner's queue" in found[0].message, found
+    assert doctor.run(nova, fix=True).ok
+    assert r.zscore(queue, b) is not None
+    assert r.sismember(f"{nova.prefix}app:synthetic:owners", "bob")
+    got = {nova.claim("w", "synthetic").leases[0].job_id for _ in range(4)}
+    assert got == {a, b}  # both owners are served again

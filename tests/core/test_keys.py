@@ -32,6 +32,11 @@ BUILT = {
     "nova:{ns}:held:<wid>": K.held("W"),
     "nova:{ns}:app:<app>:workers": K.app_workers("A"),
     "nova:{ns}:app:<app>:fleet": K.app_fleet("A"),
+    "nova:{ns}:app:<app>:warm": K.app_warm("A"),
+    "nova:{ns}:app:<app>:owners": K.app_owners("A"),
+    "nova:{ns}:app:<app>:owner:<owner>": K.app_owner_queue("A", "O"),
+    "nova:{ns}:usage": K.usage(),
+    "nova:{ns}:shares": K.shares(),
     "nova:{ns}:meta": K.meta(),
     "nova:{ns}:events": K.events(),
     "nova:{ns}:web:session:<digest>": K.web_session("D"),
@@ -51,7 +56,7 @@ def test_key_strings_match_their_templates():
     for template, built in BUILT.items():
         expected = (template.replace("{ns}", "{ns1}").replace("<job>", "J")
                     .replace("<index>", "7").replace("<app>", "A").replace("<wid>", "W")
-                    .replace("<digest>", "D").replace("<client>", "C"))
+                    .replace("<digest>", "D").replace("<client>", "C").replace("<owner>", "O"))
         assert built == expected
 
 

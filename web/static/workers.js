@@ -41,7 +41,8 @@
       kv([["device", w.device || "–"], ["memory", w.memory_text],
           ["current", w.current_text, "mono"],
           ["done / failed / OOM", w.tasks_done + " / " + w.failures + " / " + w.oom],
-          ["heartbeat", w.heartbeat_text], ["id", w.id, "mono"]]),
+          ["heartbeat", w.heartbeat_text], ["labels", w.labels_text, "mono"],
+          ["warm", w.warm_text, "mono"], ["id", w.id, "mono"]]),
       speeds(w.speed_rows),
     ]);
   }

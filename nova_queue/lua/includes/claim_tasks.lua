@@ -28,7 +28,8 @@ local function claim_tasks(K, a)
   -- everything this script reads of the worker, in one call
   local w = redis.call('HMGET', K.worker, 'last_claim', 'ema:' .. a.app, 'n:' .. a.app,
     'bench:' .. a.app, 'name', 'backend', 'host', 'claims', 'quarantined',
-    'quarantine_until_ms', 'probe_tid', 'quarantine_reason', 'cooldown_ms')
+    'quarantine_until_ms', 'probe_tid', 'quarantine_reason', 'cooldown_ms', 'labels',
+    'memory_total', 'warm:' .. a.app, 'load:' .. a.app)
   if w[1] == a.attempt_ids[1] then
     local again = claim_again(a.prefix, K.held, a.attempt_ids)
     if again then
@@ -44,12 +45,13 @@ local function claim_tasks(K, a)
     a.k = 1 -- a probe: one task
   end
   local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
-    host = w[7] or '', claims = w[8] }
+    host = w[7] or '', claims = w[8], labels_raw = w[14], memory = w[15], warm = w[16],
+    load_s = num_in(w[17], 0, MAX_RUN_S) or 0, app = a.app }
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
     return claim_idle(ctx, K, a, me, probing, now)
   end
-  local s = scan_candidates(ctx, K, a, now)
+  local s = scan_candidates(ctx, K, a, me, now)
   if #s.tids == 0 then
     return claim_idle(ctx, K, a, me, probing, now, WAIT_MS.BLOCKED)
   end
@@ -57,7 +59,7 @@ local function claim_tasks(K, a)
     R = redis.call('ZCARD', K.pending)
   end
   local t_w, measured = estimate(K.fleet, a.prefix, a.wid, a.app, me)
-  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s, R, now)
+  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s, R, now, me)
   if grant == 0 then
     return claim_idle(ctx, K, a, me, probing, now, hint, t_w)
   end

@@ -14,6 +14,7 @@
 --- @include "settle_backup"
 --- @include "blame_others"
 --- @include "write_commit"
+--- @include "note_usage"
 local function complete_task(K, c)
   local bad = check_commit_ids(K, c)
   if bad then
@@ -27,7 +28,7 @@ local function complete_task(K, c)
   local now = now_ms()
   local job_id, index = job_of(tid), index_of(tid)
   local t = redis.call('HMGET', K.task, 'state', 'worker', 'lease_gen', 'attempt_id', 'b_worker',
-    'b_lease_gen', 'b_attempt_id', 'result', 'cost', 'failed_on')
+    'b_lease_gen', 'b_attempt_id', 'result', 'cost', 'failed_on', 'charged')
   if not t[1] then
     return { CODE.UNKNOWN_TASK, 0 }
   end
@@ -37,7 +38,7 @@ local function complete_task(K, c)
   end
   local code, which = fence(t, wid, gen, c.attempt_id)
   local j = redis.call('HMGET', K.job, 'state', 'app', 'total', 'done', 'failed', 'cancelled',
-    'finished_ms', 'leased')
+    'finished_ms', 'leased', 'owner')
   if code == CODE.OK then
     bad = check_commit_report(c, job_id, index)
     if bad then
@@ -59,6 +60,7 @@ local function complete_task(K, c)
   end
   local done_n = write_commit(ctx, K, tid, j, c, now)
   record_run(ctx, K, wid, tid, app, t[9], run_s, warm, c.alpha, now)
+  note_usage(c.prefix, j[9] or '', run_s - (num_in(t[11], 0, MAX_RUN_S) or 0), now)
   emit(ctx, 'completed', 'job', job_id, 'task', index, 'worker', wid, 'lease_gen', gen,
     'run_s', num(run_s), 'warm', warm and '1' or '0', 'result', result_key)
   if t[10] and blame_others(ctx, tid, t[10], wid, now, c) then

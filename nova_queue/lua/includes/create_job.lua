@@ -2,7 +2,8 @@
   fields (job_fields) and the chunk against them, then writes the job hash in state
   'staging' with its block of the seq counter and, unless this call also publishes, its
   staging entry. K, a: enqueue-9's KEYS and ARGV by name.
-  Returns the job's {app, priority, total, seq0}, or nil and the reply refusing the call.
+  Returns the job's {app, priority, total, seq0, owner}, or nil and the reply refusing the
+  call.
 ]]
 --- @include "job_fields"
 local function create_job(K, a, n, now)
@@ -24,9 +25,10 @@ local function create_job(K, a, n, now)
     'priority', int(f.priority), 'max_attempts', int(f.max_attempts), 'name', f.name,
     'created_ms', int(now), 'state', 'staging', 'total', int(f.total), 'staged', 0,
     'pending', 0, 'leased', 0, 'done', 0, 'failed', 0, 'cancelled', 0, 'seq0', int(seq0),
-    'timeout_s', f.timeout_s, 'retention_s', int(f.retention_s))
+    'timeout_s', f.timeout_s, 'requires', f.requires, 'owner', f.owner, 'model', f.model,
+    'retention_s', int(f.retention_s))
   if not a.publish then
     redis.call('ZADD', K.staging, now, a.job_id)
   end
-  return { app = f.app, priority = f.priority, total = f.total, seq0 = seq0 }
+  return { app = f.app, priority = f.priority, total = f.total, seq0 = seq0, owner = f.owner }
 end

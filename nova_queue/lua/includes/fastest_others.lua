@@ -3,10 +3,13 @@
   it is free (0: idle)}: offsets from now keep the arithmetic exact. Not counted on: a
   worker whose last attempt failed (a failure streak: it may fail what it takes), and one
   that `skip` lists (the head task failed or ran out of memory on it: it leaves the task,
-  unless the list is longer than MAX_LISTED: see left_to_others).
+  unless the list is longer than MAX_LISTED: see left_to_others), nor one whose labels do
+  not meet `requires` (the head task's job's requirements, if any). One that does not hold
+  `model` warm is free only after its measured load time (load:<app> s).
 ]]
---- @include "common"
-local function fastest_others(fleet_key, prefix, wid, c, now, skip)
+--- @include "meets"
+--- @include "decode_list"
+local function fastest_others(fleet_key, prefix, wid, c, now, skip, requires, model, app)
   local others, skipped, n = {}, {}, 0
   for id in string.gmatch(skip or '', '[^,]+') do
     n = n + 1
@@ -20,11 +23,15 @@ local function fastest_others(fleet_key, prefix, wid, c, now, skip)
   for i = 1, #members, 2 do
     local v = members[i]
     if v ~= wid and #others < MAX_FLEET_VISIT and not skipped[v] then
-      local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'busy_until_ms', 'fail_streak')
-      if (tonumber(h[2]) or 0) == 0 then
-        local b = num_in(h[1], 0, 1e15) or 0
-        others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000,
-          math.max(b - now, 0) }
+      local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'busy_until_ms', 'fail_streak',
+        'labels', 'warm:' .. app, 'load:' .. app)
+      local able = not requires or meets(decode_list(h[3], {}), requires)
+      if (tonumber(h[2]) or 0) == 0 and able then
+        local b = math.max((num_in(h[1], 0, 1e15) or 0) - now, 0)
+        if model and h[4] ~= model then
+          b = b + (num_in(h[5], 0, MAX_RUN_S) or 0) * 1000
+        end
+        others[#others + 1] = { math.max(tonumber(members[i + 1]), 1e-9) * c * 1000, b }
       end
     end
   end

@@ -5,10 +5,11 @@
   else finish_time_grant weighs the fastest_others that may take the head candidate (not
   those it failed or ran out of memory on).
 ]]
+--- @include "decode_list"
 --- @include "fastest_others"
 --- @include "finish_time_grant"
 --- @include "wait_hint"
-local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now)
+local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now, me)
   local costs = s.costs
   if not t_w then
     return 1 -- explore: no data at all
@@ -29,8 +30,13 @@ local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now)
   end
   local head = s.tasks[1]
   local skip = (head[2] or head[8]) and ((head[2] or '') .. ',' .. (head[8] or ''))
-  local others = fastest_others(fleet_key, prefix, wid, c, now, skip)
-  local grant = finish_time_grant(others, t_w, costs, R)
+  local j = s.jobs[s.job]
+  local requires = decode_list(j[6], nil)
+  local model = j[10] and j[10] ~= '' and j[10] or nil -- a worker without it loads first
+  local others = fastest_others(fleet_key, prefix, wid, c, now, skip,
+    requires and #requires > 0 and requires or nil, model, me.app)
+  local grant = finish_time_grant(others, t_w, costs, R,
+    model and me.warm ~= model and me.load_s * 1000 or 0)
   if grant == 0 then
     return 0, wait_hint(others)
   end

@@ -1,9 +1,11 @@
 --[[ job_fields: enqueue-9's job fields (ARGV[5], JSON) checked, and their app's pending set
   checked against KEYS[5] (pending_key). Returns {app, params, priority, max_attempts,
-  total, name, timeout_s ('' when the run-time limit derives from predictions),
-  retention_s}, or nil and what is wrong.
+  total, name, timeout_s ('' when the run-time limit derives from predictions), requires
+  (JSON text of the requirements, '' for none: a list of at most MAX_REQUIRES
+  [key, op, values] entries), owner (fair share), model (what its tasks need warm; ''
+  for none) and retention_s}, or nil and what is wrong.
 ]]
---- @include "common"
+--- @include "requires_ok"
 local function job_fields(text, prefix, pending_key)
   local ok, f = false, nil
   if #text <= 2 * MAX_META_BYTES then
@@ -42,7 +44,19 @@ local function job_fields(text, prefix, pending_key)
   if f.timeout_s and not timeout_s then
     return nil, 'timeout_s must be a number of seconds from 0.001 to ' .. MAX_TIMEOUT_MS / 1000
   end
+  local requires = f.requires or ''
+  if type(requires) ~= 'string' or #requires > MAX_TEXT_BYTES or (requires ~= ''
+      and not requires_ok(requires)) then
+    return nil, 'requires must be the JSON text of at most ' .. MAX_REQUIRES
+      .. ' [key, op, values] requirements'
+  end
+  for _, name in ipairs({ f.owner or '', f.model or '' }) do
+    if type(name) ~= 'string' or #name > 128 or not string.match(name, '^[A-Za-z0-9_.:@+/%-]*$') then
+      return nil, 'owner and model must be at most 128 of A-Z a-z 0-9 _ . : @ + / -'
+    end
+  end
   return { app = f.app, params = f.params or '{}', priority = priority,
     max_attempts = max_attempts, total = total, name = f.name or '',
-    timeout_s = timeout_s and num(timeout_s) or '', retention_s = retention_s }
+    timeout_s = timeout_s and num(timeout_s) or '', requires = requires, owner = f.owner or '',
+    model = f.model or '', retention_s = retention_s }
 end

@@ -4,6 +4,7 @@
   'admin'. Emits worker_released. ctx fields used: prefix, alive, events, maxlen.
 ]]
 --- @include "enter_fleet"
+--- @include "worker_apps"
 local function lift_quarantine(ctx, wid, now, by)
   local worker_key = ctx.prefix .. 'worker:' .. wid
   local w = redis.call('HMGET', worker_key, 'apps', 'name')
@@ -12,12 +13,7 @@ local function lift_quarantine(ctx, wid, now, by)
   redis.call('HSET', worker_key, 'fail_streak', 0, 'fast_streak', 0, 'blamed', 0,
     'streak_tids', '', 'streak_since_ms', '')
   if redis.call('ZSCORE', ctx.alive, wid) then
-    local n = 0
-    for app in string.gmatch(w[1] or '', '[^,]+') do
-      n = n + 1
-      if n > MAX_APPS then
-        break
-      end
+    for _, app in ipairs(worker_apps(w[1])) do
       enter_fleet(ctx.prefix, worker_key, wid, app)
     end
   end

@@ -1,6 +1,7 @@
 --[[ place_task: doctor's repair of one task's placement, checked atomically here (what the
   doctor read outside a script may have changed since). The task must be in exactly the
-  places its state says: pending -> its app's pending set (unless its job is still staging);
+  places its state says: pending -> its app's pending set (unless its job is still staging)
+  and its job in its owner's queue (queue_job, which fair share walks);
   leased -> the lease set, and the held sets of its worker and of its backup attempt's
   (b_worker) when they exist, with a lease held by a worker Redis does not know due now (its
   deadline_ms too: the reaper then requeues it); failed -> the failed set; no other state in any of them. Nothing
@@ -9,11 +10,12 @@
   ('' when the task was in place, or is not a task of an existing job: orphans stay).
 ]]
 --- @include "common"
+--- @include "queue_job"
 local function place_task(ctx, tid, now, fix)
   local t = redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'state', 'worker', 'deadline_ms',
     'b_worker')
   local j = redis.call('HMGET', ctx.prefix .. 'job:' .. job_of(tid), 'app', 'priority', 'seq0',
-    'state')
+    'state', 'owner')
   if not t[1] or not is_name(j[1], 64) then
     return ''
   end
@@ -29,6 +31,9 @@ local function place_task(ctx, tid, now, fix)
   if t[1] == 'pending' then
     if not in_pending and j[4] ~= 'staging' then
       act('requeued', 'ZADD', pending_key, task_score(j[2], j[3], tid), tid)
+      if fix then
+        queue_job(ctx.prefix, job_of(tid), j[1], j[5], j[2], j[3])
+      end
     end
   elseif in_pending then
     act('left pending', 'ZREM', pending_key, tid)

@@ -8,15 +8,11 @@
   Returns the number of tasks that got an attempt back.
 ]]
 --- @include "refund_attempts"
+--- @include "worker_apps"
 local function quarantine_worker(ctx, wid, now, reason, cooldown_ms)
   local worker_key = ctx.prefix .. 'worker:' .. wid
   local w = redis.call('HMGET', worker_key, 'apps', 'name', 'streak_tids')
-  local n = 0
-  for app in string.gmatch(w[1] or '', '[^,]+') do
-    n = n + 1
-    if n > MAX_APPS then
-      break
-    end
+  for _, app in ipairs(worker_apps(w[1])) do
     redis.call('SREM', ctx.prefix .. 'app:' .. app .. ':workers', wid)
     redis.call('ZREM', ctx.prefix .. 'app:' .. app .. ':fleet', wid)
   end

@@ -8,6 +8,7 @@
   Returns the task's new state, or nil if it was not leased.
 ]]
 --- @include "drop_attempt"
+--- @include "queue_job"
 local function release(ctx, tid, now, kind, message, burn)
   redis.call('ZREM', ctx.leases, tid)
   if not is_task_id(tid) then
@@ -21,7 +22,8 @@ local function release(ctx, tid, now, kind, message, burn)
   end
   local job_id = job_of(tid)
   local job_key = ctx.prefix .. 'job:' .. job_id
-  local j = redis.call('HMGET', job_key, 'app', 'state', 'max_attempts', 'priority', 'seq0')
+  local j = redis.call('HMGET', job_key, 'app', 'state', 'max_attempts', 'priority', 'seq0',
+    'owner')
   local wid = t[2] or ''
   redis.call('SREM', ctx.prefix .. 'held:' .. wid, tid)
   if t[5] then
@@ -53,6 +55,7 @@ local function release(ctx, tid, now, kind, message, burn)
     redis.call('HINCRBY', job_key, 'pending', 1)
     redis.call('ZADD', ctx.pending or (ctx.prefix .. 'pending:' .. j[1]),
       task_score(j[4], j[5], tid), tid)
+    queue_job(ctx.prefix, job_id, j[1], j[6], j[4], j[5])
   end
   redis.call('HDEL', task_key, 'worker', 'worker_name', 'backend', 'host', 'attempt_id',
     'deadline_ms', 'predicted_s', 'run_deadline_ms')

@@ -10,19 +10,17 @@
   plus release's. Returns the number of leases released.
 ]]
 --- @include "release_attempt"
+--- @include "set_warm"
+--- @include "worker_apps"
 local function remove_worker(ctx, wid, now, state, held_key)
   local worker_key = ctx.prefix .. 'worker:' .. wid
   held_key = held_key or (ctx.prefix .. 'held:' .. wid)
   redis.call('ZREM', ctx.alive, wid)
   local w = redis.call('HMGET', worker_key, 'apps', 'name')
-  local apps = 0
-  for app in string.gmatch(w[1] or '', '[^,]+') do
-    apps = apps + 1
-    if apps > MAX_APPS then
-      break
-    end
+  for _, app in ipairs(worker_apps(w[1])) do
     redis.call('SREM', ctx.prefix .. 'app:' .. app .. ':workers', wid)
     redis.call('ZREM', ctx.prefix .. 'app:' .. app .. ':fleet', wid)
+    set_warm(ctx.prefix, app, worker_key, redis.call('HGET', worker_key, 'warm:' .. app), '')
   end
   local lost = state == 'lost'
   local name = string.sub(w[2] or wid, 1, 200)

@@ -1,11 +1,13 @@
 --[[ staged_job: the job a later call of enqueue-9 adds n tasks to: it exists, is still
   staging, has valid fields and exactly a.start tasks staged, and takes n more. K, a:
   enqueue-9's KEYS and ARGV by name.
-  Returns the job's {app, priority, total, seq0}, or nil and the reply refusing the call.
+  Returns the job's {app, priority, total, seq0, owner}, or nil and the reply refusing the
+  call.
 ]]
 --- @include "common"
 local function staged_job(K, a, n)
-  local j = redis.call('HMGET', K.job, 'state', 'app', 'priority', 'total', 'staged', 'seq0')
+  local j = redis.call('HMGET', K.job, 'state', 'app', 'priority', 'total', 'staged', 'seq0',
+    'owner')
   if not j[1] then
     return nil, { CODE.UNKNOWN_JOB, a.job_id }
   end
@@ -27,5 +29,5 @@ local function staged_job(K, a, n)
   if a.start + n > total then
     return nil, bad_input('more tasks than the job declares (' .. total .. ')')
   end
-  return { app = app, priority = priority, total = total, seq0 = seq0 }
+  return { app = app, priority = priority, total = total, seq0 = seq0, owner = j[7] or '' }
 end

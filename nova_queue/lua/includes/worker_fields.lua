@@ -10,7 +10,8 @@ local OWNED = {
   last_claim = true, last_done_ms = true, last_error = true, fail_streak = true,
   fast_streak = true, streak_since_ms = true, streak_tids = true, blamed = true,
   quarantined = true, quarantine_reason = true, quarantined_ms = true,
-  quarantine_until_ms = true, cooldown_ms = true, probe_tid = true, protocol = true,
+  quarantine_until_ms = true, cooldown_ms = true, probe_tid = true, model_loads = true,
+  protocol = true,
 }
 
 local function worker_fields(fields)

@@ -1,11 +1,15 @@
 --[[ write_leases: leases the first `grant` candidates of the scan s to the claiming worker
   (me: its name, backend, host and claims count), one attempt id each, with a predicted
-  run time when it has an estimate t_w and a run deadline (run_limit) past which renew no
-  longer extends the lease; then the jobs' counts, the app's in-flight count and the
+  run time when it has an estimate t_w (and its measured load time first, for a job whose
+  model it does not hold warm: it holds it from now on, set_warm) and a run deadline
+  (run_limit) past which renew no longer extends the lease; under fair share the predicted
+  time is charged to the job's owner at once (note_usage; the commit settles the rest); then the jobs' counts, the app's in-flight count and the
   worker's state. Returns the leases (claim-12's reply fields).
 ]]
 --- @include "update_job_counts"
 --- @include "run_limit"
+--- @include "set_warm"
+--- @include "note_usage"
 local function write_leases(ctx, K, a, me, s, grant, t_w, now)
   local busy = 0
   local leases, granted, order = {}, {}, {} -- leases per job, written to its counts once
@@ -23,13 +27,24 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
       order[#order + 1] = job_id
     end
     granted[job_id] = granted[job_id] + 1
+    local model = s.jobs[job_id][10]
+    if model and model ~= '' and model ~= me.warm then -- it loads the model first
+      busy = busy + me.load_s
+      set_warm(ctx.prefix, a.app, K.worker, me.warm, model)
+      me.warm = model
+    end
     local run_deadline = now + run_limit(a, s.jobs[job_id][5], granted[job_id], t_w and busy)
     local deadline = math.min(now + a.ttl_ms, run_deadline)
     redis.call('ZREM', K.pending, tid)
+    local charged = s.fair and predicted or 0 -- fair share counts work in flight at once
     redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'leased', 'lease_gen', gen,
       'attempt_count', attempt, 'worker', a.wid, 'worker_name', me.name, 'backend', me.backend,
       'host', me.host, 'attempt_id', attempt_id, 'deadline_ms', int(deadline),
-      'claimed_ms', int(now), 'predicted_s', predicted_s, 'run_deadline_ms', int(run_deadline))
+      'claimed_ms', int(now), 'predicted_s', predicted_s, 'run_deadline_ms', int(run_deadline),
+      'charged', num(charged))
+    if charged > 0 then
+      note_usage(ctx.prefix, s.jobs[job_id][11] or '', charged, now)
+    end
     redis.call('ZADD', K.leases, deadline, tid)
     redis.call('SADD', K.held, tid)
     leases[i] = {

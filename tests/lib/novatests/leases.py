@@ -11,9 +11,9 @@ def join(nova, wid: str, apps=("synthetic",), **fields) -> None:
     nova.register_worker(wid, {"name": wid, "backend": "cpu", **fields}, apps)
 
 
-def setup_job(nova, n: int = 3, **kw) -> str:
-    """A synthetic job of ``n`` tasks of cost 1."""
-    return nova.enqueue("synthetic", [TaskSpec(f"p{i}") for i in range(n)], **kw)
+def setup_job(nova, n: int = 3, cost: float = 1.0, **kw) -> str:
+    """A synthetic job of ``n`` tasks of cost ``cost``."""
+    return nova.enqueue("synthetic", [TaskSpec(f"p{i}", cost) for i in range(n)], **kw)
 
 
 def rkey(lease, ext: str = "png") -> str:
@@ -24,3 +24,23 @@ def rkey(lease, ext: str = "png") -> str:
 def task_hash(nova, tid: str) -> dict[str, str]:
     """A task's hash as Redis holds it."""
     return nova.redis.hgetall(nova.keys.task(tid))
+
+
+def commit(nova, wid: str, lease, run_s: float = 0.1):
+    """Commit ``lease`` as ``wid`` (a warm run of ``run_s``) under its own result key."""
+    return nova.complete(wid, lease, rkey(lease), run_s=run_s, warm=True)
+
+
+def worker_hash(nova, wid: str) -> dict[str, str]:
+    """A worker's hash as Redis holds it."""
+    return nova.redis.hgetall(nova.keys.worker(wid))
+
+
+def events(nova, *types: str) -> list:
+    """The namespace's events of these types (all without types), oldest first."""
+    return [e for e in nova.events(count=100_000) if not types or e.type in types]
+
+
+def backdate(nova, tid: str, ms: int, field: str = "claimed_ms") -> None:
+    """Seed state: the attempt began (or its ``field`` time is) ``ms`` earlier."""
+    nova.redis.hset(nova.keys.task(tid), field, int(task_hash(nova, tid)[field]) - ms)

@@ -38,6 +38,8 @@ SCENARIOS = {
     19: "a poison task (fails everywhere) with two healthy workers",
     20: "a hung task whose worker returns its result late (stale)",
     21: "an app stuck in native code after its task was abandoned (exit 75 for a restart)",
+    22: "a worker restarted with other labels between claims (a job requires the old ones)",
+    23: "an owner's share changes in the middle of a job (fair share)",
 }
 
 

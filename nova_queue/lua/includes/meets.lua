@@ -1,0 +1,36 @@
+--[[ meets: whether a worker's labels (a table from its `labels` field) meet a job's
+  requirements (a list of {key, op, values}: op 'in' (the label is one of the values), '>='
+  or '<=' (the label is a number at least / at most values[1]); nova_queue/placement.py is
+  the same rule in Python). A missing label meets nothing. Weighs MAX_REQUIRES of each.
+]]
+--- @include "common"
+local function meets(labels, requires)
+  for i, r in ipairs(requires) do
+    if i > MAX_REQUIRES then
+      break
+    end
+    local have = type(r) == 'table' and labels[r[1]]
+    if have == nil or have == false or type(r[3]) ~= 'table' then
+      return false
+    end
+    if r[2] == 'in' then
+      local found = false
+      for j, v in ipairs(r[3]) do
+        if j > MAX_REQUIRES then
+          break
+        end
+        found = found or tostring(have) == tostring(v)
+      end
+      if not found then
+        return false
+      end
+    else
+      local a, b = tonumber(have), tonumber(r[3][1])
+      if not a or not b or (r[2] == '>=' and a < b) or (r[2] == '<=' and a > b)
+          or (r[2] ~= '>=' and r[2] ~= '<=') then
+        return false
+      end
+    end
+  end
+  return true
+end

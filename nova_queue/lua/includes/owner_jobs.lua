@@ -1,0 +1,55 @@
+--[[ owner_jobs: fair share between owners, when two or more have jobs of the app with
+  pending work (app:<app>:owners): candidates come from the owners in owner_order, each
+  owner's jobs in their queue order (priority, then FIFO; queue_job), the first 8 per
+  owner, until the claim has k. A job whose range holds no pending task leaves its owner's
+  queue, and an owner whose queue is empty leaves the set (a requeued task puts them back).
+  Looks at 32 owners at most. Returns false when fewer than two owners wait (the caller
+  walks the queue as one), else true (s holds what it found).
+]]
+--- @include "owner_order"
+--- @include "consider_job"
+--- @include "prefer_model"
+--- @include "take_jobs"
+local function owner_jobs(ctx, K, a, me, s, now)
+  local owners_key = ctx.prefix .. 'app:' .. a.app .. ':owners'
+  local n = redis.call('SCARD', owners_key)
+  if n < 2 then
+    return false
+  end
+  local owners = n <= 32 and redis.call('SMEMBERS', owners_key)
+    or redis.call('SRANDMEMBER', owners_key, 32)
+  s.fair = true -- write_leases charges the owners for what they get now
+  for _, owner in ipairs(owner_order(ctx.prefix, owners, now)) do
+    local queue = ctx.prefix .. 'app:' .. a.app .. ':owner:' .. owner
+    local ids, jobs = redis.call('ZRANGE', queue, 0, 7), {}
+    for i, job_id in ipairs(ids) do
+      if not is_job_id(job_id) then
+        redis.call('ZREM', queue, job_id)
+      elseif i == 1 or jobs.models then -- the rest are read only when models matter
+        local j = consider_job(ctx, s, job_id)
+        jobs[#jobs + 1] = { job_id, j }
+        jobs.models = jobs.models or (i == 1 and j[10] and j[10] ~= '')
+      else
+        jobs[#jobs + 1] = { job_id, false }
+      end
+    end
+    if jobs.models then
+      jobs = prefer_model(ctx.prefix, a.app, me, jobs)
+    end
+    -- all taken for now (a requeue puts a job back), or gone
+    local empty = take_jobs(ctx, K, a, me, s, jobs, now)
+    if #empty > 0 then
+      redis.call('ZREM', queue, unpack(empty))
+    end
+    if #s.tids >= a.k then
+      return true
+    end
+    if redis.call('ZCARD', queue) == 0 then
+      redis.call('SREM', owners_key, owner)
+    end
+    if #s.tids > 0 then
+      return true -- this owner's turn: the next claim weighs the owners again
+    end
+  end
+  return true
+end
