@@ -78,3 +78,65 @@ def gateway_worker(url: str, token: str, namespace: str, home: Path, *args: str,
     """A ``nova-queue worker --gateway URL`` process; it is given no usable Redis or store."""
     return WorkerProc(NO_REDIS, namespace, NO_STORE, home, "--gateway", url, *args,
                       env={"NOVA_WORKER_TOKEN": token, **(env or {})}, name=name)
+
+
+class DelayProxy:
+    """``127.0.0.1:port`` -> ``127.0.0.1:target_port``, holding every chunk ``delay_s`` in
+    each direction: a slow link (round trip >= 2 x ``delay_s``) in front of a gateway."""
+
+    def __init__(self, target_port: int, delay_s: float):
+        import socket
+        import threading
+
+        self.target_port, self.delay_s = target_port, delay_s
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._socks: list = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True, name="delay-accept").start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target_port))
+            self._socks += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src, dst) -> None:
+        import time
+
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                time.sleep(self.delay_s)  # the fault: a slow link
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+        for s in self._socks:
+            try:
+                s.close()
+            except OSError:
+                pass
