@@ -88,9 +88,12 @@ def register() -> Any:
     """Join (or re-join) the fleet with the token's apps and labels."""
     caller = authenticate()
     body, state = _body(), _state()
-    apps, fields = body.get("apps"), body.get("fields")
-    if not isinstance(apps, list) or not apps or not isinstance(fields, dict):
-        raise errors.InputError("register: needs apps (a list) and fields (an object)")
+    apps, fields, bench = body.get("apps"), body.get("fields"), body.get("bench", {})
+    if (not isinstance(apps, list) or not apps or not isinstance(fields, dict)
+            or not isinstance(bench, dict)
+            or not all(isinstance(b, dict) for b in bench.values())):
+        raise errors.InputError("register: needs apps (a list), fields (an object) and "
+                                "bench (an object of objects)")
     for app in apps:
         if not caller.token.allows_app(str(app)):
             raise errors.AccessDeniedError(f"token {caller.token.name!r} does not allow app "
@@ -98,7 +101,7 @@ def register() -> Any:
     fields = {**fields, "labels": json.dumps(_pinned_labels(caller, fields.get("labels")),
                                              sort_keys=True), "token": caller.token.name}
     rejoined = state.client.register_worker(caller.worker_id, fields, [str(a) for a in apps],
-                                            body.get("bench") or {})
+                                            bench)
     set_if_exists(state.client.redis, state.client.keys.token(caller.token.digest),
                   {"registered": ",".join(str(a) for a in apps)})
     return jsonify({"rejoined": rejoined})
@@ -123,7 +126,10 @@ def claim() -> Any:
     caller = authenticate()
     body, state = _body(), _state()
     app, ids = _app(caller, body.get("app")), _ids(body.get("attempt_ids"))
-    wait_ms = max(0, min(int(body.get("wait_ms") or 0), MAX_CLAIM_WAIT_MS))
+    try:
+        wait_ms = max(0, min(int(body.get("wait_ms") or 0), MAX_CLAIM_WAIT_MS))
+    except (TypeError, ValueError):
+        raise errors.InputError("claim: wait_ms must be a number") from None
     mark = wake.event_mark(state.client) if wait_ms else None
     res = state.client.claim(caller.worker_id, app, len(ids), attempt_ids=ids)
     if res.status in ("wait", "empty") and wait_ms:

@@ -6,29 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from novatests.gateway import FIELDS, auth, join
 
 from nova_queue import TaskSpec, protocol, tokens
 from nova_queue.keys import result_key
-
-FIELDS = {"name": "pc", "host": "pc", "labels": json.dumps({"backend": "cpu", "host": "pc"})}
-
-
-def auth(token: str, worker: str = "") -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {token}"}
-    if worker:
-        headers["X-Nova-Worker"] = worker
-    return headers
-
-
-def join(gw, token: str, apps=("synthetic",), fields=None) -> str:
-    """hello + register; the worker id the gateway gave."""
-    res = gw.post("/v1/hello", json={"protocol": protocol.PROTOCOL}, headers=auth(token))
-    assert res.status_code == 200, res.json
-    wid = res.json["worker_id"]
-    res = gw.post("/v1/register", json={"fields": fields or FIELDS, "apps": list(apps)},
-                  headers=auth(token, wid))
-    assert res.status_code == 200, res.json
-    return wid
 
 
 def claim(gw, token: str, app="synthetic", ids=("a1",), wait_ms=0):
@@ -227,3 +208,22 @@ def test_a_claim_long_polls_and_wakes_when_work_arrives(gw_app, admin, make_toke
     admin.enqueue("synthetic", [TaskSpec("late", 1.0)])
     thread.join(15)
     assert out["res"]["status"] == "ok" and out["s"] < 6, out
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/claim", {"app": "synthetic", "attempt_ids": ["a"], "wait_ms": "soon"}),
+    ("/v1/claim", {"app": "synthetic", "attempt_ids": []}),
+    ("/v1/register", {"fields": {}, "apps": ["synthetic"], "bench": []}),
+    ("/v1/renew", {"leases": [["t:0", "x", "a"]]}),
+    ("/v1/complete", {"lease": {"task_id": "t:0"}, "key": "k"}),
+    ("/v1/fail", {"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1,
+                            "attempt_id": "a"}, "kind": "bogus"}),
+    ("/v1/renew", ["not", "an", "object"]),
+])
+def test_malformed_bodies_are_400_and_write_nothing(gw, admin, make_token, path, body):
+    token = make_token("bad-input")
+    wid = join(gw, token)
+    before = admin.redis.hgetall(admin.keys.worker(wid))
+    res = gw.post(path, json=body, headers=auth(token, wid))
+    assert res.status_code == 400 and res.json["kind"] == "input", res.json
+    assert admin.redis.hgetall(admin.keys.worker(wid)) == before

@@ -3,6 +3,7 @@ worker --gateway``) for the gateway tests, the chaos scenarios and the benchmark
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import requests
 
+from nova_queue import protocol
 from nova_queue.local import free_port, wait_for
 from novatests.procs import WorkerProc
 
@@ -140,3 +142,25 @@ class DelayProxy:
                 s.close()
             except OSError:
                 pass
+
+
+#: A worker's registry fields, for the calls made through Flask's test client.
+FIELDS = {"name": "pc", "host": "pc", "labels": json.dumps({"backend": "cpu", "host": "pc"})}
+
+
+def auth(token: str, worker: str = "") -> dict[str, str]:
+    headers = {"Authorization": f"Bearer {token}"}
+    if worker:
+        headers["X-Nova-Worker"] = worker
+    return headers
+
+
+def join(gw, token: str, apps=("synthetic",), fields=None) -> str:
+    """hello + register; the worker id the gateway gave."""
+    res = gw.post("/v1/hello", json={"protocol": protocol.PROTOCOL}, headers=auth(token))
+    assert res.status_code == 200, res.json
+    wid = res.json["worker_id"]
+    res = gw.post("/v1/register", json={"fields": fields or FIELDS, "apps": list(apps)},
+                  headers=auth(token, wid))
+    assert res.status_code == 200, res.json
+    return wid
