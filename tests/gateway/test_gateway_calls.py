@@ -3,7 +3,9 @@ file store: identity, fencing, apps and labels, uploads, the protocol check."""
 
 from __future__ import annotations
 
+import io
 import json
+import time
 
 import pytest
 from novatests.gateway import FIELDS, auth, join
@@ -23,7 +25,7 @@ def upload(gw, token: str, lease: dict, data: bytes = b"png", key: str | None = 
     return gw.post("/v1/upload", headers=auth(token), data={
         "lease": json.dumps({k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}),
         "key": key, "content_type": "image/png", "metadata": json.dumps({"app": "synthetic"}),
-        "data": (__import__("io").BytesIO(data), "result")}), key
+        "data": (io.BytesIO(data), "result")}), key
 
 
 def commit(gw, token: str, lease: dict, key: str):
@@ -190,7 +192,6 @@ def test_tokens_are_stored_hashed_and_listed(admin, make_token):
 
 def test_a_claim_long_polls_and_wakes_when_work_arrives(gw_app, admin, make_token):
     import threading
-    import time
 
     gw = gw_app.test_client()
     token = make_token("poll")
@@ -227,3 +228,27 @@ def test_malformed_bodies_are_400_and_write_nothing(gw, admin, make_token, path,
     res = gw.post(path, json=body, headers=auth(token, wid))
     assert res.status_code == 400 and res.json["kind"] == "input", res.json
     assert admin.redis.hgetall(admin.keys.worker(wid)) == before
+
+
+def test_quarantine_and_time_limits_reach_the_worker(gw, admin, make_token):
+    """A quarantined worker's claims answer why; a lease past its run-time limit is
+    reported lost with its reason, as in direct mode."""
+    token = make_token("q")
+    wid = join(gw, token)
+    admin.enqueue("synthetic", [TaskSpec("slow", 1.0)], timeout_s=0.001)
+    lease = claim(gw, token).json["leases"][0]
+    res = wire_renew(gw, token, lease)
+    deadline = time.monotonic() + 10
+    while not res["lost"] and time.monotonic() < deadline:
+        res = wire_renew(gw, token, lease)
+    assert res["lost"] == [lease["task_id"]] and res["reasons"][lease["task_id"]] == "timeout"
+    admin.set_quarantine(wid, True, reason="by hand")
+    res = claim(gw, token).json
+    assert res["status"] == "quarantined" and "by hand" in res["reason"]
+
+
+def wire_renew(gw, token, lease) -> dict:
+    res = gw.post("/v1/renew", headers=auth(token), json={
+        "leases": [[lease["task_id"], lease["lease_gen"], lease["attempt_id"]]]})
+    assert res.status_code == 200, res.json
+    return res.json
