@@ -7,6 +7,9 @@ claim, fail, loaded, deregister) with JSON over HTTP(S) to ``nova-queue gateway`
 under exactly that attempt's write-once key. So the same runtime, claims, executor,
 heartbeat, batching, backups, time limits and quarantine run in both modes, and a worker
 behind a gateway holds no Redis or store credentials and only makes outbound requests.
+A result travels with its commit: ``put`` keeps it, and the commit sends it in the same
+request (multipart), so a task costs one request, as it costs one script in direct mode; a
+retried commit sends it again, and the gateway finds its own earlier write.
 
 Errors keep the runtime's meaning: an unreachable gateway (connection refused or reset, a
 timeout, a 5xx) is :class:`GatewayUnreachable`, a :class:`redis.ConnectionError`, so every
@@ -45,6 +48,8 @@ CONNECT_RETRY_S = 0.25
 #: 429 answers waited out inside one call before it counts as unreachable.
 RATE_RETRIES = 5
 MAX_RETRY_AFTER_S = 30.0
+#: Results kept for commits not yet sent; past it the oldest (a commit given up) goes.
+MAX_STAGED = 64
 
 
 class GatewayUnreachable(redis.ConnectionError):
@@ -80,6 +85,11 @@ class GatewayLink:
         self._local = threading.local()
         #: the worker id the gateway gave this process (``hello``)
         self.worker_id = ""
+        #: the largest result the gateway accepts (``hello``)
+        self.max_result_bytes = 0
+        #: results put and not yet committed: key -> (bytes, content type, metadata)
+        self._staged: dict[str, tuple[bytes, str, dict[str, str]]] = {}
+        self._staged_lock = threading.Lock()
 
     # ---- HTTP -----------------------------------------------------------------------------
     def _session(self) -> requests.Session:
@@ -132,6 +142,7 @@ class GatewayLink:
         if not wait_for_redis(once, self.url, stop):
             return None
         self.worker_id = str(answer["worker_id"])
+        self.max_result_bytes = int(answer.get("max_result_bytes") or 0)
         return answer
 
     def register_worker(self, worker_id: str, fields: Mapping[str, Any], apps: Iterable[str],
@@ -162,7 +173,7 @@ class GatewayLink:
     def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
                  warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
         """Commit a result the gateway stored; StaleResultError if the lease is not current."""
-        res = self._post("/v1/complete", self._commit_body(lease, result_key, run_s, warm, meta))
+        res = self._send_commit(self._commit_body(lease, result_key, run_s, warm, meta))
         return CompleteResult(job_finished=bool(res["job_finished"]),
                               replayed=bool(res["replayed"]))
 
@@ -174,7 +185,7 @@ class GatewayLink:
         """``complete`` and the next claim in one request (one script at the gateway)."""
         body = self._commit_body(lease, result_key, run_s, warm, meta)
         body["next"] = {"app": app or lease.app, "attempt_ids": list(attempt_ids or [])[:k]}
-        res = self._post("/v1/complete", body)
+        res = self._send_commit(body)
         done = CompleteResult(job_finished=bool(res["job_finished"]),
                               replayed=bool(res["replayed"]))
         claimed = res.get("claimed")
@@ -198,21 +209,42 @@ class GatewayLink:
         return int(self._post("/v1/loaded", {"app": app, "model": model,
                                              "load_s": float(load_s)})["loads"])
 
-    def upload(self, key: str, data: bytes, content_type: str,
-               metadata: Mapping[str, str] | None) -> None:
-        """Send one attempt's result; the gateway writes it under ``key`` if that is the
-        write-once key of a lease this worker holds."""
-        meta = dict(metadata or {})
-        lease = {"task_id": meta.get("task", ""), "lease_gen": meta.get("lease-gen", "0"),
-                 "attempt_id": meta.get("attempt-id", ""), "app": meta.get("app", "")}
+    def stage(self, key: str, data: bytes, content_type: str,
+              metadata: Mapping[str, str] | None) -> None:
+        """Keep a result until its commit sends it (ResultTooLargeError past the gateway's
+        limit, before anything is sent)."""
+        if self.max_result_bytes and len(data) > self.max_result_bytes:
+            raise errors.ResultTooLargeError(
+                f"the result is {len(data)} bytes; the gateway accepts {self.max_result_bytes}")
+        with self._staged_lock:
+            while len(self._staged) >= MAX_STAGED:  # commits given up on: forget the oldest
+                self._staged.pop(next(iter(self._staged)))
+            self._staged[key] = (data, content_type, dict(metadata or {}))
+
+    def unstage(self, key: str) -> None:
+        """Forget a kept result (its commit was rejected)."""
+        with self._staged_lock:
+            self._staged.pop(key, None)
+
+    def _send_commit(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a commit with its kept result (multipart). A store failure at the gateway
+        counts as unreachable: the executor retries the commit."""
+        with self._staged_lock:
+            staged = self._staged.get(body["key"])
+        if staged is None:  # only after MAX_STAGED commits were given up: let its lease expire
+            raise GatewayUnreachable(f"the result of {body['key']} is no longer kept")
+        data, content_type, meta = staged
         try:
-            self._post("/v1/upload", data={
-                "lease": json.dumps(lease), "key": key, "content_type": content_type,
+            res = self._post("/v1/complete", data={
+                "commit": json.dumps(body), "content_type": content_type,
                 "metadata": json.dumps(meta)}, files={"data": ("result", data, content_type)})
-        except redis.ConnectionError as exc:
-            raise errors.StoreError(f"upload through the gateway failed: {exc}") from None
-        except (errors.StaleResultError, errors.AccessDeniedError) as exc:
-            raise errors.StoreError(f"the gateway refused the upload of {key}: {exc}") from None
+        except errors.StaleResultError:
+            self.unstage(body["key"])
+            raise
+        except errors.StoreError as exc:
+            raise GatewayUnreachable(f"the gateway could not store the result: {exc}") from None
+        self.unstage(body["key"])
+        return res
 
     def close(self) -> None:
         """Close this thread's HTTP session."""
@@ -258,9 +290,10 @@ def _answer(resp: requests.Response) -> dict[str, Any]:
 
 
 class GatewayStore(ResultStore):
-    """The result store of a worker behind a gateway: ``put`` sends the result to the
-    gateway. The gateway deletes the object of a commit it rejects itself, so ``delete``
-    has nothing to do here; a worker reads no objects."""
+    """The result store of a worker behind a gateway: ``put`` keeps the result for its
+    commit, which sends it. The gateway writes it under the attempt's key only if the
+    worker holds that attempt, and deletes the object of a commit it rejects itself, so
+    ``delete`` only forgets a kept result; a worker reads no objects."""
 
     def __init__(self, link: GatewayLink):
         self.link = link
@@ -268,13 +301,13 @@ class GatewayStore(ResultStore):
 
     def put(self, key: str, data: bytes, content_type: str,
             metadata: Mapping[str, str] | None = None, *, overwrite: bool = False) -> None:
-        self.link.upload(key, data, content_type, metadata)
+        self.link.stage(key, data, content_type, metadata)
 
     def head(self, key: str) -> ObjectInfo | None:
         return None  # an earlier put of this attempt is answered by the upload itself
 
     def delete(self, key: str) -> None:
-        log.debug("orphan %s: the gateway deletes it", key)
+        self.link.unstage(key)  # the gateway deletes an object it wrote for a rejected commit
 
     def get(self, key: str) -> StoredObject:
         raise errors.StoreError("a worker behind a gateway reads no objects")

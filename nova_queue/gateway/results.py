@@ -1,11 +1,14 @@
-"""Results without store credentials: a worker sends its result to the gateway, which
-writes it under exactly that attempt's write-once key and nowhere else.
+"""Results without store credentials: a worker sends its result with its commit (a multipart
+``complete``), and the gateway writes it under exactly that attempt's write-once key and
+nowhere else, then runs the commit.
 
-The upload names its lease; the gateway checks that the key is that lease's key
-(:func:`~nova_queue.keys.result_key`, the format ``complete`` enforces) and that the
-calling worker holds that attempt now (primary or backup), reads at most
+The commit names its lease; the gateway checks that the key is that lease's key
+(:func:`~nova_queue.keys.result_key`, the format ``complete`` enforces) and, if the calling
+worker holds that attempt now (primary or backup), writes the result before the commit
+script runs; if not, the script's fence refuses the commit (and counts it), and nothing is
+written. It reads at most
 ``NOVA_GATEWAY_MAX_RESULT_BYTES`` (413 above; the body is buffered up to that limit, not
-streamed, since the store's ``put`` takes bytes), and writes it with the metadata it vouches
+streamed, since the store's ``put`` takes bytes) and writes it with the metadata it vouches
 for (job, task, lease generation, attempt id and worker id are the gateway's, not the
 worker's). The fencing of the data plane holds as in direct mode: keys are write-once per
 attempt, and the object of a commit the scripts reject is deleted (here by the gateway, and
@@ -19,7 +22,7 @@ import logging
 
 from flask import request
 
-from nova_queue import errors, wire
+from nova_queue import errors
 from nova_queue.gateway.auth import Caller
 from nova_queue.keys import RESULT_EXT_RE, result_key
 from nova_queue.models import Lease
@@ -43,31 +46,26 @@ def lease_key(lease: Lease, key: object) -> str:
     return key
 
 
-def _check_holder(state, caller: Caller, lease: Lease) -> None:
-    """StaleResultError unless the caller holds this attempt of the task now."""
+def holds(state, caller: Caller, lease: Lease) -> bool:
+    """Whether the caller holds this attempt of the task now (primary or backup)."""
     vals = dict(zip(_HOLDER_FIELDS, state.client.redis.hmget(
         state.client.keys.task(lease.task_id), _HOLDER_FIELDS)))
     gen, aid, wid = str(lease.lease_gen), lease.attempt_id, caller.worker_id
     primary = (vals["worker"], vals["lease_gen"], vals["attempt_id"]) == (wid, gen, aid)
     backup = (vals["b_worker"], vals["b_lease_gen"], vals["b_attempt_id"]) == (wid, gen, aid)
-    if vals["state"] != "leased" or not (primary or backup):
-        raise errors.StaleResultError(lease.task_id, "this worker holds no such lease")
+    return vals["state"] == "leased" and (primary or backup)
 
 
-def store_upload(state, caller: Caller) -> str:
-    """Write the request's result (multipart: ``lease``, ``key``, ``content_type``,
-    ``metadata``, the file ``data``); returns its key. A retried upload of the same attempt
+def store_upload(state, caller: Caller, lease: Lease, key: str) -> None:
+    """Write the request's result (form ``content_type``, ``metadata``, file ``data``) under
+    ``lease``'s key (checked by :func:`lease_key`). A retried upload of the same attempt
     finds its own object and succeeds."""
-    form = request.form
     try:
-        lease = wire.fenced_lease(json.loads(form.get("lease", "")))
-        worker_meta = json.loads(form.get("metadata") or "{}")
+        worker_meta = json.loads(request.form.get("metadata") or "{}")
     except ValueError:
-        raise errors.InputError("upload: lease and metadata must be JSON") from None
-    key = lease_key(lease, form.get("key"))
-    _check_holder(state, caller, lease)
+        raise errors.InputError("upload: metadata must be JSON") from None
     data = _read_data(state.settings.gateway_max_result_bytes)
-    content_type = str(form.get("content_type") or "application/octet-stream")[:128]
+    content_type = str(request.form.get("content_type") or "application/octet-stream")[:128]
     meta = _metadata(worker_meta, lease, caller)
     try:
         state.store.put(key, data, content_type, meta)
@@ -76,7 +74,6 @@ def store_upload(state, caller: Caller) -> str:
         if not (info and info.metadata.get("attempt-id") == lease.attempt_id
                 and info.metadata.get("worker-id") == caller.worker_id):
             raise
-    return key
 
 
 def _read_data(limit: int) -> bytes:

@@ -154,41 +154,60 @@ def renew() -> Any:
     return jsonify(wire.renew_to_json(_state().client.renew(caller.worker_id, leases)))
 
 
-@bp.post("/upload")
-def upload() -> Any:
-    """One attempt's result, written under its write-once key (``results.py``)."""
-    caller = authenticate()
-    return jsonify({"key": results.store_upload(_state(), caller)})
-
-
 @bp.post("/complete")
 def complete() -> Any:
-    """Commit a stored result (and claim the next tasks with ``next``)."""
+    """Commit a result, sent with the commit (multipart: the commit's JSON in the field
+    ``commit``, the result in the file ``data`` with ``content_type`` and ``metadata``),
+    and claim the next tasks with ``next``. The result is written first if this worker
+    holds the lease; if not, the commit script's fence refuses (403) and counts it."""
     caller = authenticate()
-    body, state = _body(), _state()
+    state = _state()
+    body = _form_commit()
     lease = wire.fenced_lease(body.get("lease"))
     _app(caller, lease.app)
     key = results.lease_key(lease, body.get("key"))
+    held = results.holds(state, caller, lease)
+    if held:
+        results.store_upload(state, caller, lease, key)
+    try:
+        done, claimed = _commit(caller, lease, key, body)
+    except errors.StaleResultError:
+        if held:
+            results.delete_orphan(state, caller, key)
+        raise
+    if not held:  # it was claimed between the check and the script: write it now
+        results.store_upload(state, caller, lease, key)
+    return jsonify({"job_finished": done.job_finished, "replayed": done.replayed,
+                    "claimed": wire.claim_to_json(claimed) if claimed is not None else None})
+
+
+def _commit(caller: Caller, lease, key: str, body: dict[str, Any]):
+    """complete, or complete_and_claim with ``next``: (CompleteResult, ClaimResult|None)."""
     try:
         run_s, warm = float(body.get("run_s", 0.0)), bool(body.get("warm"))
     except (TypeError, ValueError):
         raise errors.InputError("complete: run_s must be a number") from None
     meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
-    nxt = body.get("next")
+    nxt, client = body.get("next"), _state().client
+    if isinstance(nxt, dict):
+        return client.complete_and_claim(
+            caller.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta,
+            app=_app(caller, nxt.get("app")), attempt_ids=_ids(nxt.get("attempt_ids")))
+    return client.complete(caller.worker_id, lease, key, run_s=run_s, warm=warm,
+                           meta=meta), None
+
+
+def _form_commit() -> dict[str, Any]:
+    if request.mimetype != "multipart/form-data":
+        raise errors.InputError("complete: send the result with the commit "
+                                "(multipart/form-data: 'commit', 'data')")
     try:
-        if isinstance(nxt, dict):
-            done, claimed = state.client.complete_and_claim(
-                caller.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta,
-                app=_app(caller, nxt.get("app")), attempt_ids=_ids(nxt.get("attempt_ids")))
-        else:
-            done = state.client.complete(caller.worker_id, lease, key, run_s=run_s, warm=warm,
-                                         meta=meta)
-            claimed = None
-    except errors.StaleResultError:
-        results.delete_orphan(state, caller, key)
-        raise
-    return jsonify({"job_finished": done.job_finished, "replayed": done.replayed,
-                    "claimed": wire.claim_to_json(claimed) if claimed is not None else None})
+        body = json.loads(request.form.get("commit", ""))
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise errors.InputError("complete: the field 'commit' must be a JSON object")
+    return body
 
 
 @bp.post("/fail")

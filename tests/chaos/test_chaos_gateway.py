@@ -191,6 +191,15 @@ def _thief(pool, gw: GatewayProc) -> str:
     return token
 
 
+def _forge(gw: GatewayProc, token: str, lease: dict, key: str, data: bytes = b"forged"):
+    """A multipart commit of ``lease`` with ``key`` and ``data`` under ``token``."""
+    fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
+    body = {"lease": fence, "key": key, "run_s": 0.1, "warm": True}
+    return requests.post(gw.url + "/v1/complete", headers=_auth(token), timeout=10, data={
+        "commit": json.dumps(body), "content_type": "image/png", "metadata": "{}"},
+        files={"data": ("r", io.BytesIO(data), "image/png")})
+
+
 def _held_lease(nova, name: str) -> dict:
     tid = wait_for(lambda: holders(nova).get(name), timeout_s=60, message="a lease")[0]
     t = nova.task(tid)
@@ -210,8 +219,7 @@ def test_forged_completion_for_another_workers_lease(pool, record):
     fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
     key = result_key(lease["job_id"], lease["index"], lease["lease_gen"], lease["attempt_id"],
                      "png")
-    res = requests.post(gw.url + "/v1/complete", headers=_auth(thief), timeout=10,
-                        json={"lease": fence, "key": key, "run_s": 0.1, "warm": True})
+    res = _forge(gw, thief, lease, key)
     assert res.status_code == 403 and res.json()["kind"] == "stale", res.text
     res = requests.post(gw.url + "/v1/fail", headers=_auth(thief), timeout=10,
                         json={"lease": fence, "kind": "error", "message": "forged"})
@@ -225,9 +233,9 @@ def test_forged_completion_for_another_workers_lease(pool, record):
 
 
 def test_upload_to_another_attempts_key(pool, record):
-    """Scenario 30: a second token uploads to the key of an attempt another worker holds
-    (and to a key of its own lease's name but another attempt id); both are refused and
-    the holder's result is the one stored."""
+    """Scenario 30: a second token sends a result for the key of an attempt another worker
+    holds (and for that lease with another attempt id's key); both are refused, nothing is
+    written, and the holder's result is the one stored."""
     started = time.monotonic()
     gw, nova = pool.gateway(), pool.nova
     job = job_of(nova, 4, 1.0)
@@ -236,12 +244,11 @@ def test_upload_to_another_attempts_key(pool, record):
     lease = _held_lease(nova, "owner")
     key = result_key(lease["job_id"], lease["index"], lease["lease_gen"], lease["attempt_id"],
                      "png")
-    fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
     for sent_key in (key, key.replace(lease["attempt_id"], "forgedattempt")):
-        res = requests.post(gw.url + "/v1/upload", headers=_auth(thief), timeout=10, data={
-            "lease": json.dumps(fence), "key": sent_key, "content_type": "image/png",
-            "metadata": "{}"}, files={"data": ("r", io.BytesIO(b"forged"), "image/png")})
+        res = _forge(gw, thief, lease, sent_key)
         assert res.status_code == 403, res.text
+    store = open_store(pool.store_url)
+    assert not store.exists(key.replace(lease["attempt_id"], "forgedattempt"))
     wait_for(lambda: finished(nova, job), timeout_s=90, message="the job")
     stop_cleanly([w])
     verdict = pool.verdict(job)

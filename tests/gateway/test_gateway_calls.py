@@ -19,19 +19,16 @@ def claim(gw, token: str, app="synthetic", ids=("a1",), wait_ms=0):
                    headers=auth(token))
 
 
-def upload(gw, token: str, lease: dict, data: bytes = b"png", key: str | None = None):
+def commit(gw, token: str, lease: dict, data: bytes = b"png", key: str | None = None):
+    """A multipart complete of ``lease`` carrying ``data``; (response, key)."""
     key = key or result_key(lease["job_id"], lease["index"], lease["lease_gen"],
                             lease["attempt_id"], "png")
-    return gw.post("/v1/upload", headers=auth(token), data={
-        "lease": json.dumps({k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}),
-        "key": key, "content_type": "image/png", "metadata": json.dumps({"app": "synthetic"}),
-        "data": (io.BytesIO(data), "result")}), key
-
-
-def commit(gw, token: str, lease: dict, key: str):
     fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
-    return gw.post("/v1/complete", json={"lease": fence, "key": key, "run_s": 0.1,
-                                         "warm": True, "meta": {}}, headers=auth(token))
+    body = {"lease": fence, "key": key, "run_s": 0.1, "warm": True, "meta": {}}
+    return gw.post("/v1/complete", headers=auth(token), data={
+        "commit": json.dumps(body), "content_type": "image/png",
+        "metadata": json.dumps({"app": "synthetic"}),
+        "data": (io.BytesIO(data), "result")}), key
 
 
 def test_a_task_through_the_gateway_end_to_end(gw, admin, make_token, gw_app):
@@ -42,9 +39,7 @@ def test_a_task_through_the_gateway_end_to_end(gw, admin, make_token, gw_app):
     res = claim(gw, token)
     assert res.json["status"] == "ok", res.json
     lease = res.json["leases"][0]
-    res, key = upload(gw, token, lease)
-    assert res.status_code == 200 and res.json["key"] == key
-    res = commit(gw, token, lease, key)
+    res, key = commit(gw, token, lease)
     assert res.status_code == 200 and res.json["job_finished"] is True
     t = admin.task(lease["task_id"])
     assert (t.state, t.worker_id, t.result) == ("done", wid, key)
@@ -82,19 +77,20 @@ def test_another_workers_lease_is_refused_and_its_result_kept(gw, admin, make_to
     join(gw, thief)
     admin.enqueue("synthetic", [TaskSpec("mine", 1.0)])
     lease = claim(gw, owner).json["leases"][0]
-    res, key = upload(gw, owner, lease)
+    store = gw_app.extensions["nova_gateway"].store
+    res, key = commit(gw, thief, lease, b"forged")  # the owner's lease, with its key
+    assert res.status_code == 403 and res.json["kind"] == "stale"
+    assert not store.exists(key)  # nothing written for a worker that does not hold it
+    assert any(e.type == "stale_rejected" for e in admin.events(count=1000))  # counted
+    res, _ = commit(gw, owner, lease)
     assert res.status_code == 200
-    # the thief uploads to the owner's attempt key, then commits the owner's lease
-    res, _ = upload(gw, thief, lease, b"forged")
-    assert res.status_code == 403 and res.json["kind"] == "stale"
-    res = commit(gw, thief, lease, key)
-    assert res.status_code == 403 and res.json["kind"] == "stale"
-    assert gw_app.extensions["nova_gateway"].store.get(key).data == b"png"  # not deleted
-    assert commit(gw, owner, lease, key).status_code == 200
-    assert any(e.type == "stale_rejected" for e in admin.events(count=1000))
+    res, _ = commit(gw, thief, lease, b"forged")  # again, once it is done
+    assert res.status_code == 403 and store.get(key).data == b"png"  # kept, not deleted
+    t = admin.task(lease["task_id"])
+    assert t.state == "done" and t.result == key
 
 
-def test_an_upload_to_another_attempts_key_is_refused(gw, admin, make_token):
+def test_an_upload_to_another_attempts_key_is_refused(gw, admin, make_token, gw_app):
     token = make_token("keys")
     join(gw, token)
     admin.enqueue("synthetic", [TaskSpec("a", 1.0), TaskSpec("b", 1.0)])
@@ -102,10 +98,11 @@ def test_an_upload_to_another_attempts_key_is_refused(gw, admin, make_token):
     (two,) = claim(gw, token, ids=("x2",)).json["leases"]
     other_key = result_key(two["job_id"], two["index"], two["lease_gen"], two["attempt_id"],
                            "png")
-    res, _ = upload(gw, token, one, key=other_key)
+    res, _ = commit(gw, token, one, key=other_key)
     assert res.status_code == 403 and res.json["kind"] == "denied"
-    res = commit(gw, token, one, other_key)
-    assert res.status_code == 403
+    assert not gw_app.extensions["nova_gateway"].store.exists(other_key)
+    res = gw.post("/v1/complete", headers=auth(token), json={"lease": one, "key": other_key})
+    assert res.status_code == 400 and "multipart" in res.json["error"]
 
 
 def test_apps_and_labels_are_the_tokens(gw, admin, make_token):
@@ -164,8 +161,9 @@ def test_results_over_the_size_limit_are_413(small, admin, make_token):
     join(small, token)
     admin.enqueue("synthetic", [TaskSpec("big", 1.0)])
     lease = claim(small, token).json["leases"][0]
-    res, _ = upload(small, token, lease, b"x" * 4096)
+    res, _ = commit(small, token, lease, b"x" * 4096)
     assert res.status_code == 413 and res.json["kind"] == "too_large"
+    assert admin.task(lease["task_id"]).state == "leased"  # nothing committed
 
 
 def test_the_rate_limit_is_429_with_retry_after(small, make_token):
@@ -216,7 +214,7 @@ def test_a_claim_long_polls_and_wakes_when_work_arrives(gw_app, admin, make_toke
     ("/v1/claim", {"app": "synthetic", "attempt_ids": []}),
     ("/v1/register", {"fields": {}, "apps": ["synthetic"], "bench": []}),
     ("/v1/renew", {"leases": [["t:0", "x", "a"]]}),
-    ("/v1/complete", {"lease": {"task_id": "t:0"}, "key": "k"}),
+    ("/v1/complete", {"lease": {"task_id": "t:0"}, "key": "k"}),  # not multipart
     ("/v1/fail", {"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1,
                             "attempt_id": "a"}, "kind": "bogus"}),
     ("/v1/renew", ["not", "an", "object"]),
