@@ -1,5 +1,7 @@
 """The worker: wait for Redis, detect and prove the backend, benchmark, register, then
-claim -> run -> upload -> commit until stopped. The same code on every machine.
+claim -> run -> upload -> commit until stopped. The same code on every machine, and in
+both modes: direct (Redis and the store) or through a gateway (``--gateway``: the link of
+:mod:`~nova_queue.workers.link` stands in for both).
 
 The loop reads as named steps (rq's ``work()``): stop at the ``--max-tasks`` budget, claim
 for each app in turn (:meth:`Worker._claim_round`), run what was claimed

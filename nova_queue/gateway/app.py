@@ -32,7 +32,7 @@ from nova_queue.stores import ResultStore, open_store
 
 log = logging.getLogger(__name__)
 
-#: Form fields and headers an upload may add to its result's bytes.
+#: Form fields (the commit, metadata) a commit may add to its result's bytes.
 UPLOAD_OVERHEAD_BYTES = 64 * 1024
 
 #: exception -> (HTTP status, kind); the first match in this order wins

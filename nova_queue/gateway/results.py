@@ -13,6 +13,12 @@ for (job, task, lease generation, attempt id and worker id are the gateway's, no
 worker's). The fencing of the data plane holds as in direct mode: keys are write-once per
 attempt, and the object of a commit the scripts reject is deleted (here by the gateway, and
 only if this worker wrote it: a forged commit cannot delete another worker's result).
+
+Why through the gateway rather than a presigned PUT URL handed out at claim: it works the
+same on every store (the file store has no URLs), the lease is checked before a byte is
+written (a URL, once handed out, stays valid after the lease is lost), the size limit is
+the gateway's own, and result and commit make one request. The cost is the result's bytes
+passing through the gateway (at most the size limit per request in flight).
 """
 
 from __future__ import annotations
