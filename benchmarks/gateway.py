@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from benchlib import log, median
+from benchlib import load_avg, log, median
 from fleet import Proc, _env, start_nova_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec, tokens
@@ -133,6 +134,7 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool, repeats: int 
     """Direct and gateway runs interleaved, ``repeats`` times; then the recovery runs."""
     repeats = repeats or (1 if quick else 3)
     n_noop, n_short = (40, 20) if quick else (200, 60)
+    load_start = load_avg()
     runs: dict[str, list[dict[str, float]]] = {k: [] for k in
                                                ("noop_direct", "noop_gateway", "short_direct",
                                                 "short_gateway")}
@@ -152,7 +154,8 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool, repeats: int 
             "short_gateway_per_s": rate["short_gateway"],
             "short_loss_pct": 100 * (1 - rate["short_gateway"] / rate["short_direct"]),
             "recovery_ttl_s": ttl, "recovery_s": recoveries,
-            "max_recovery_s": max(recoveries)}
+            "max_recovery_s": max(recoveries), "load_avg": [load_start, load_avg()],
+            "cores": os.cpu_count()}
 
 
 def targets(g: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
@@ -176,6 +179,11 @@ def section(g: dict[str, Any], table: Any) -> list[str]:
              f"last commit. Recovery: two gateway workers, one long task, its holder "
              f"`kill -9`ed; the task's next `claimed` event − the kill (TTL "
              f"{g['recovery_ttl_s']:g} s).")
+    if g.get("load_avg"):
+        intro += (f" The machine's 1-minute load average was {g['load_avg'][0]} at the start "
+                  f"and {g['load_avg'][1]} at the end, on {g.get('cores')} cores: the gateway "
+                  "and the worker are Python processes competing for them, so the absolute "
+                  "times are noisy.")
     rows = [["no-op tasks", str(g["n_noop"]), f"{g['noop_direct_ms']:.1f} ms / task",
              f"{g['noop_gateway_ms']:.1f} ms / task", f"+{g['overhead_ms']:.1f} ms per task"],
             ["0.1 s tasks", str(g["n_short"]), f"{g['short_direct_per_s']:.2f} tasks/s",
@@ -205,7 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, metavar="N", help="repeats [default: 1 quick, else 3]")
     p.add_argument("--json", metavar="OUT", type=Path, help="write the figures as JSON")
     p.add_argument("--doc", metavar="DIR", type=Path, help="write the block of DIR/BENCHMARKS.md")
+    p.add_argument("--from-json", metavar="IN", type=Path, help="run nothing: render IN")
     args = p.parse_args(argv)
+    if args.from_json:
+        g = json.loads(args.from_json.read_text())
+        if args.doc:
+            write_doc(g, args.doc)
+        return 0
     folder = Path(tempfile.mkdtemp(prefix="nova-bench-gw-"))
     server = start_redis()
     try:

@@ -139,7 +139,7 @@ class GatewayLink:
             answer.update(self._post("/v1/hello", {"protocol": protocol.PROTOCOL,
                                                    "nova": __version__}))
 
-        if not wait_for_redis(once, self.url, stop):
+        if not wait_for_redis(once, self.url, stop, what="the gateway"):
             return None
         self.worker_id = str(answer["worker_id"])
         self.max_result_bytes = int(answer.get("max_result_bytes") or 0)
