@@ -10,47 +10,52 @@ import click
 
 from nova_queue.cli.base import Context, fail, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.text import safe_json, visible
+from nova_queue.errors import InputError
 from nova_queue.placement import parse_labels
 
 _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
                          "prometheus_client")
 
 
-@click.group()
-def tokens() -> None:
-    """Gateway worker tokens: create one per worker machine, list them, revoke one."""
-
-
-@tokens.command("create")
-@click.argument("name")
+@click.command()
+@click.argument("action", type=click.Choice(["create", "list", "revoke"]))
+@click.argument("name", required=False)
 @click.option("--app", "apps", multiple=True, metavar="NAME",
-              help="An app the token's worker may serve, repeatable.  [default: any]")
+              help="create: an app the token's worker may serve, repeatable.  [default: any]")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
-              help="A label the worker gets (and may claim to have), repeatable; it "
+              help="create: a label the worker gets (and may claim to have), repeatable; it "
                    "overrides what the worker reports (e.g. --label backend=cuda).")
+@click.option("--json", "as_json", is_flag=True, help="list: one JSON array.")
 @shared_options()
 @pass_ctx
 @handle_errors
-def create(ctx: Context, name: str, apps: tuple[str, ...], labels: tuple[str, ...]) -> None:
-    """Create token NAME and print it (only now: Redis keeps its SHA-256 only)."""
+def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
+           labels: tuple[str, ...], as_json: bool) -> None:
+    """Gateway worker tokens: 'create NAME' makes one and prints it (only then: Redis keeps
+    its SHA-256 only); 'list' shows name, apps, labels, created, last used and the worker
+    using it; 'revoke NAME' refuses its next request and puts its worker's leases back in
+    the queue now.
+    """
     from nova_queue import tokens as token_store
 
-    token = token_store.create(ctx.client(), name, apps=apps, labels=parse_labels(labels))
-    click.echo(token)
-    click.echo(f"token {name!r} created; give it to the worker as NOVA_WORKER_TOKEN (it is "
-               "not shown again)", err=True)
+    client = ctx.client()
+    if action == "list":
+        _list(token_store.list_tokens(client), as_json)
+        return
+    if not name:
+        raise InputError(f"tokens {action} needs a NAME")
+    if action == "create":
+        token = token_store.create(client, name, apps=apps, labels=parse_labels(labels))
+        click.echo(token)
+        click.echo(f"token {name!r} created; give it to the worker as NOVA_WORKER_TOKEN (it "
+                   "is not shown again)", err=True)
+        return
+    worker, released = token_store.revoke(client, name)
+    click.echo(f"revoked token {name!r}" + (f"; worker {worker} deregistered, {released} "
+                                            "lease(s) back in the queue" if worker else ""))
 
 
-@tokens.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
-@shared_options()
-@pass_ctx
-@handle_errors
-def list_(ctx: Context, as_json: bool) -> None:
-    """Tokens: name, apps, labels, created, last used, the worker using it."""
-    from nova_queue import tokens as token_store
-
-    found = token_store.list_tokens(ctx.client())
+def _list(found, as_json: bool) -> None:
     if as_json:
         click.echo(safe_json([t.to_json() for t in found]))
         return
@@ -68,21 +73,6 @@ def _when(ms: int | None) -> str:
         return "never"
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
         "%Y-%m-%d %H:%M")
-
-
-@tokens.command("revoke")
-@click.argument("name")
-@shared_options()
-@pass_ctx
-@handle_errors
-def revoke(ctx: Context, name: str) -> None:
-    """Revoke token NAME: its next request is refused, and its worker's leases go back to
-    the queue now."""
-    from nova_queue import tokens as token_store
-
-    worker, released = token_store.revoke(ctx.client(), name)
-    click.echo(f"revoked token {name!r}" + (f"; worker {worker} deregistered, {released} "
-                                            "lease(s) back in the queue" if worker else ""))
 
 
 @click.command()

@@ -86,5 +86,9 @@ def test_the_tokens_commands(redis_url, namespace):
     assert res.exit_code == 0 and "revoked" in res.output
     res = run(cli, ["tokens", "revoke", "pc"], env=env)
     assert res.exit_code == 1 and "no token named 'pc'" in res.output
+    res = run(cli, ["tokens", "create"], env=env)
+    assert res.exit_code == 1 and "needs a NAME" in res.output
+    res = run(cli, ["tokens", "list"], env=env)
+    assert res.exit_code == 0 and res.output.strip() == "no tokens"
     res = run(cli, ["worker", "--token", "x"], env=env)
     assert res.exit_code == 1 and "--gateway" in res.output
