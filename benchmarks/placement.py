@@ -98,6 +98,13 @@ def _fair_result(events: list[Any], jobs: dict[str, str], job_owner: dict[str, s
             "late_fair_finish_s": 20 * TASK_S / (3 / 4)}
 
 
+def seed_usage(client: NovaClient, n_owners: int) -> None:
+    """Owners ``owner0..`` with recent usage 10, 20, ... worker-seconds."""
+    now_ms = client.server_time_ms()
+    client.redis.hset(client.keys.usage(), mapping={k: v for o in range(n_owners) for k, v in (
+        (f"u:owner{o}", 10.0 * (o + 1)), (f"m:owner{o}", now_ms))})
+
+
 def claim_cost(server: RedisServer, n_workers: int = 100, n_jobs: int = 50, n_owners: int = 10,
                n_calls: int = 2000) -> dict[str, Any]:
     """Redis time per claim on the fair-share path: ``n_workers`` workers with measured
@@ -113,9 +120,7 @@ def claim_cost(server: RedisServer, n_workers: int = 100, n_jobs: int = 50, n_ow
     for j in range(n_jobs):
         client.enqueue("synthetic", [TaskSpec(f"t{i}", 1.0) for i in range(per_job)],
                        owner=f"owner{j % n_owners}")
-    now_ms = client.server_time_ms()
-    r.hset(client.keys.usage(), mapping={k: v for o in range(n_owners) for k, v in (
-        (f"u:owner{o}", 10.0 * (o + 1)), (f"m:owner{o}", now_ms))})
+    seed_usage(client, n_owners)
     r.config_resetstat()
     cpu0 = redis_cpu_s(r)
     claimed = sum(len(client.claim(f"w{i % n_workers}", "synthetic").leases)
