@@ -19,6 +19,7 @@ first two.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from pathlib import Path
@@ -28,7 +29,7 @@ from benchlib import log, median
 from fleet import Proc, start_nova_worker, stop_all
 from throughput import evalsha_stats, redis_cost, redis_cpu_s
 
-from nova_queue import NovaClient, TaskSpec
+from nova_queue import NovaClient, TaskSpec, shares
 from nova_queue.local import RedisServer, wait_for
 
 TASK_S = 0.3
@@ -100,9 +101,9 @@ def _fair_result(events: list[Any], jobs: dict[str, str], job_owner: dict[str, s
 
 def seed_usage(client: NovaClient, n_owners: int) -> None:
     """Owners ``owner0..`` with recent usage 10, 20, ... worker-seconds."""
-    now_ms = client.server_time_ms()
-    client.redis.hset(client.keys.usage(), mapping={k: v for o in range(n_owners) for k, v in (
-        (f"u:owner{o}", 10.0 * (o + 1)), (f"m:owner{o}", now_ms))})
+    phi = client.server_time_ms() / (shares.DEFAULT_HALF_LIFE_S * 1000)  # note_usage.lua
+    client.redis.hset(client.keys.usage(), mapping={
+        f"f:owner{o}": repr(phi + math.log2(10.0 * (o + 1))) for o in range(n_owners)})
 
 
 def claim_cost(server: RedisServer, n_workers: int = 100, n_jobs: int = 50, n_owners: int = 10,

@@ -8,7 +8,7 @@ import json
 import pytest
 from novatests.seed import set_speed
 
-from nova_queue import TaskSpec
+from nova_queue import TaskSpec, shares
 from nova_queue.errors import InputError
 from nova_queue.keys import result_key
 from nova_queue.placement import meets, parse_labels, parse_requirements, unmet
@@ -134,9 +134,43 @@ def test_fair_share_serves_the_owner_with_the_least_usage(nova):
         commit(nova, "w", lease, run_s=1.0)
     # bob's job starts at once and runs until its usage passes alice's; then they share
     assert order[:3] == [newcomer] * 3 and order[3:] == [backlog] * 3
-    usage = nova.redis.hgetall(nova.keys.usage())
-    assert float(usage["u:alice"]) == pytest.approx(8.0, rel=0.01)
-    assert float(usage["u:bob"]) == pytest.approx(3.0, rel=0.01)
+    usage = {o.owner: o.usage_s for o in shares.owners(nova)}
+    assert usage["alice"] == pytest.approx(8.0, rel=0.01)
+    assert usage["bob"] == pytest.approx(3.0, rel=0.01)
+
+
+def test_usage_decays_by_half_per_half_life_and_survives_a_half_life_change(nova):
+    """Usage is one forward-decayed field per owner (note_usage.lua): moving the phase by
+    one stands for one half-life passed; a new half-life keeps every owner's usage now."""
+    a = job(nova, 4, owner="alice")
+    job(nova, 4, owner="bob")
+    join(nova, "w")
+    set_speed(nova, "w", "synthetic", 0.1)
+    lease = nova.claim("w", "synthetic").leases[0]
+    assert lease.job_id == a  # no usage yet: by name
+    commit(nova, "w", lease, run_s=4.0)
+
+    def usage():
+        return {o.owner: o.usage_s for o in shares.owners(nova)}
+    assert usage()["alice"] == pytest.approx(4.0, rel=1e-4) and usage()["bob"] == 0
+    nova.redis.hincrbyfloat(nova.keys.usage(), "phase", 1.0)  # one half-life later
+    assert usage()["alice"] == pytest.approx(2.0, rel=1e-4)
+    shares.set_half_life(nova, 60)
+    assert usage()["alice"] == pytest.approx(2.0, rel=1e-3)  # (a few ms of decay at 60 s)
+    assert shares.half_life_s(nova) == 60
+    with pytest.raises(InputError, match="half-life"):
+        shares.set_half_life(nova, 0.5)
+    # bob's claim is charged its predicted time at once; a commit of a shorter run
+    # settles it down to zero, and the field goes rather than going negative
+    lease = nova.claim("w", "synthetic").leases[0]
+    assert lease.job_id != a and lease.predicted_s > 0
+    assert usage()["bob"] == pytest.approx(lease.predicted_s, rel=1e-3)
+    commit(nova, "w", lease, run_s=0.0)
+    assert usage()["bob"] == 0 and nova.redis.hget(nova.keys.usage(), "f:bob") is None
+    # a forged field beyond the cap counts as the cap, and the claim still answers
+    nova.redis.hset(nova.keys.usage(), "f:bob", "1e308")
+    assert usage()["bob"] == pytest.approx(1e15)
+    assert nova.claim("w", "synthetic").leases[0].job_id == a
 
 
 def test_shares_weigh_usage(nova):
