@@ -4,6 +4,7 @@ out-of-memory failure, fair share between owners, warm models first."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from novatests.seed import set_speed
@@ -47,6 +48,31 @@ def test_the_requirement_rule():
     assert parse_labels(["gpu=4090,site=lab", "x=1"]) == {"gpu": "4090", "site": "lab", "x": "1"}
     with pytest.raises(InputError, match="key=value"):
         parse_labels(["gpu 4090"])
+
+
+@pytest.mark.parametrize("requires, needle", [
+    (["memory_gb>=lots"], "needs a number"),
+    ([f"k{i}=a" for i in range(17)], "at most 16 requirements"),
+    ([("memory_gb", ">=", ("lots",))], "needs a number"),  # a tuple is checked as its text
+    ([("site", "in", ("a,b",))], "requirement 'site=a,b'"),
+    ([("site", "in", ())], "requirement"),
+    ([("Bad Key", "~", ("x",))], "requirement"),
+    ([42], "requirement '42'"),
+])
+def test_the_api_refuses_bad_requirements_and_writes_nothing(nova, requires, needle):
+    with pytest.raises(InputError, match=re.escape(needle)):
+        job(nova, 1, requires=requires)
+    assert nova.redis.keys(f"{nova.prefix}job:*") == []
+
+
+@pytest.mark.parametrize("owner", ["bad owner", "<script>", "x" * 129, 5])
+def test_the_api_refuses_a_bad_owner_and_writes_nothing(nova, owner):
+    with pytest.raises(InputError, match="owner .*: use 1 to 128 of"):
+        job(nova, 1, owner=owner)
+    assert nova.redis.keys(f"{nova.prefix}job:*") == []
+    ok = job(nova, 1, owner="ana@lab.example/team-1", requires=[("gpu", "in", ("4090",))])
+    assert nova.job(ok, with_tasks=False).owner == "ana@lab.example/team-1"
+    assert list(nova.job(ok, with_tasks=False).requires) == [("gpu", "in", ("4090",))]
 
 
 def test_the_claim_gives_a_job_only_to_workers_that_meet_it(nova):
