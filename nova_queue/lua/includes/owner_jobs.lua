@@ -1,11 +1,11 @@
 --[[ owner_jobs: fair share between owners, when two or more have jobs of the app with
   pending work (app:<app>:owners): candidates come from the owners in fair-share order
-  (owner_order's ranks, the lowest first: next_owner), each
-  owner's jobs in their queue order (priority, then FIFO; queue_job), the first 8 per
-  owner, until the claim has k. A job whose range holds no pending task leaves its owner's
-  queue, and an owner whose queue is empty leaves the set (a requeued task puts them back).
-  Looks at 32 owners at most (SRANDMEMBER: all of them when there are no more). Returns false when fewer than two owners wait (the caller
-  walks the queue as one), else true (s holds what it found).
+  (owner_order's ranks, the lowest first: next_owner), each owner's jobs in their queue
+  order (priority, then FIFO; queue_job), the first 8 per owner, until the claim has k. A
+  job whose range holds no pending task leaves its owner's queue, and an owner whose queue
+  is empty leaves the set (a requeued task puts them back). Looks at 32 owners at most
+  (SRANDMEMBER: all of them when there are no more). Returns false when fewer than two
+  owners wait (the caller walks the queue as one), else true (s holds what it found).
 ]]
 --- @include "owner_order"
 --- @include "next_owner"
@@ -21,9 +21,9 @@ local function owner_jobs(ctx, K, a, me, s, now)
   s.fair = true -- write_leases charges the owners for what they get now
   local rank, done = owner_order(ctx.prefix, owners, now, s), {}
   for _ = 1, #owners do
-    local i = next_owner(owners, rank, done)
-    local owner = owners[i]
-    done[i] = true
+    local o = next_owner(owners, rank, done)
+    local owner = owners[o]
+    done[o] = true
     local queue = ctx.prefix .. 'app:' .. a.app .. ':owner:' .. owner
     local ids, jobs = redis.call('ZRANGE', queue, '0', '7'), {}
     for i, job_id in ipairs(ids) do
