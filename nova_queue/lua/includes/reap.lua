@@ -10,7 +10,8 @@ local function reap(ctx, now, grace_until, limit)
   if now < grace_until then
     return 0, 0
   end
-  local lost = redis.call('ZRANGEBYSCORE', ctx.alive, '-inf', '(' .. int(now), 'LIMIT', '0', int(limit))
+  local lost = redis.call('ZRANGEBYSCORE', ctx.alive, '-inf', '(' .. int(now), 'LIMIT', '0',
+    int(limit))
   local n_lost = 0
   for _, wid in ipairs(lost) do
     if ctx.budget <= 0 then

@@ -4,7 +4,8 @@
   model it does not hold warm: it holds it from now on, set_warm) and a run deadline
   (run_limit) past which renew no longer extends the lease; under fair share the predicted
   time is charged to the job's owner at once (note_usage, once per owner; the commit settles
-  the rest); then the jobs' counts, the app's in-flight count and the worker's state. Returns the leases (claim-12's reply fields).
+  the rest); then the jobs' counts, the app's in-flight count and the worker's state.
+  Returns the leases (claim-12's reply fields).
 ]]
 --- @include "update_job_counts"
 --- @include "run_limit"
