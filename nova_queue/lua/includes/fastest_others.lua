@@ -22,7 +22,8 @@ local function fastest_others(fleet_key, prefix, wid, c, now, skip, requires, mo
   -- only the fields this claim weighs: a field a hash lacks costs Redis a walk over it all
   local fields = { 'busy_until_ms', 'fail_streak', requires and 'labels' or nil }
   if model then
-    fields[#fields + 1], fields[#fields + 2] = 'warm:' .. app, 'load:' .. app
+    fields[#fields + 1] = 'warm:' .. app
+    fields[#fields + 1] = 'load:' .. app
   end
   local members = redis.call('ZRANGE', fleet_key, 0, MAX_FLEET_VISIT, 'WITHSCORES')
   for i = 1, #members, 2 do
