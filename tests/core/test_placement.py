@@ -267,3 +267,17 @@ def test_a_lost_worker_no_longer_holds_its_model(nova):
     expire_worker(nova, "w")
     nova.reap()
     assert nova.redis.hget(nova.keys.app_warm("synthetic"), "model-a") is None
+
+
+def test_the_policy_counts_another_workers_load_time(nova):
+    """A slow worker that holds the job's model warm waits for a fast idle one that holds it
+    too, but not for one that would load it first for longer than the work takes."""
+    job(nova, 2, model="model-a")
+    for wid, speed in (("slow", 1.0), ("fast", 0.1)):
+        join(nova, wid)
+        set_speed(nova, wid, "synthetic", speed)
+    nova.note_loaded("slow", "synthetic", "model-a", 1.0)
+    nova.note_loaded("fast", "synthetic", "model-a", 100.0)
+    assert nova.claim("slow", "synthetic").status == "wait"  # fast holds it: faster
+    nova.note_loaded("fast", "synthetic", "model-b", 100.0)  # fast now holds another one
+    assert nova.claim("slow", "synthetic").leases[0].job_id  # fast would load 100 s first
