@@ -60,7 +60,7 @@ def set_half_life(client, seconds: float) -> None:
     def update(pipe: Any) -> None:
         old, phase = pipe.hmget(client.keys.usage(), "half_life_s", "phase")
         now_ms = client.server_time_ms()
-        phi = now_ms / (_half_life(old) * 1000) + _float(phase, 0.0)
+        phi = now_ms / (_half_life(old) * 1000) + _phase(phase)
         pipe.multi()
         pipe.hset(client.keys.usage(), mapping={"half_life_s": repr(float(seconds)),
                                                 "phase": repr(phi - now_ms / (seconds * 1000))})
@@ -86,7 +86,7 @@ def owners(client) -> list[OwnerUsage]:
     usage = client.redis.hgetall(client.keys.usage())
     shares = client.redis.hgetall(client.keys.shares())
     now_ms = client.server_time_ms()
-    phi = now_ms / (_half_life(usage.get("half_life_s")) * 1000) + _float(usage.get("phase"), 0.0)
+    phi = now_ms / (_half_life(usage.get("half_life_s")) * 1000) + _phase(usage.get("phase"))
     queued: dict[str, list[str]] = {}
     for app in client.apps():
         for owner in client.redis.smembers(client.keys.app_owners(app)):
@@ -110,6 +110,12 @@ def usage_now(field: Any, phi: float) -> float:
     if math.isnan(f):
         return 0.0
     return 2 ** min(f - phi, math.log2(1e15))
+
+
+def _phase(raw: Any) -> float:
+    """The usage hash's ``phase`` as usage_phase.lua reads it (0 unless within ±1e12)."""
+    value = _float(raw, 0.0)
+    return value if abs(value) <= 1e12 else 0.0
 
 
 def _float(raw: Any, default: float) -> float:
