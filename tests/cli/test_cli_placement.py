@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import socket
 
@@ -102,7 +103,6 @@ def test_enqueue_owner_from_the_flag_the_environment_or_the_login(redis_url, nam
     job = ok(enqueue("--owner", "carol", NOVA_OWNER="bob")).stdout.strip()
     assert nova_cli.job(job, with_tasks=False).owner == "carol"  # the flag wins
     job = ok(enqueue()).stdout.strip()
-    import getpass
     assert nova_cli.job(job, with_tasks=False).owner == getpass.getuser()
     before = job_keys(nova_cli)
     for bad in ({"args": ("--owner", "bad owner")}, {"env": {"NOVA_OWNER": "<script>"}},
