@@ -43,12 +43,16 @@ def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, 
     """Detect and prove the backend, benchmark, then claim and run tasks until stopped."""
     # torch reads this when first imported: CPU fallback for ops MPS lacks (Apple Metal)
     os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
+    from nova_queue.workers.record import AUTOMATIC, check_custom_labels
     from nova_queue.workers.runtime import Worker, WorkerOptions
 
+    apps = tuple(apps) or default_apps()
+    custom = parse_labels(labels)
+    check_custom_labels(custom, len(AUTOMATIC) + len(apps))  # before any start-up work
     options = WorkerOptions(
-        apps=tuple(apps) or default_apps(), backend=backend, name=name, slowdown=slowdown,
+        apps=apps, backend=backend, name=name, slowdown=slowdown,
         burst=burst, max_tasks=max_tasks, app_options=parse_pairs(app_options, "-o"),
-        labels=parse_labels(labels), benchmark=not no_benchmark)
+        labels=custom, benchmark=not no_benchmark)
     w = Worker(ctx.settings, options)
     w.install_signal_handlers()
     sys.exit(w.run())

@@ -188,3 +188,19 @@ def test_a_real_worker_reports_automatic_and_custom_labels(redis_url, namespace,
     bad = CliRunner().invoke(cli, [*args, "--label", "gpu 4090"],
                              env=runner_env(base))
     assert bad.exit_code != 0 and "key=value" in bad.output
+
+
+@pytest.mark.parametrize("label, says", [
+    ("backend=cuda", "--label backend: an automatic label"),    # a CPU worker taking CUDA jobs
+    ("app.txt2img=9", "--label app.txt2img: an automatic label"),
+    (",".join(f"k{i}=v" for i in range(30)), "30 custom labels beside"),  # over the cap with them
+])
+def test_custom_labels_may_not_replace_or_crowd_out_automatic_ones(redis_url, namespace,
+                                                                   nova_cli, tmp_path, label,
+                                                                   says):
+    base = nova_env(redis_url, namespace, tmp_path)
+    res = CliRunner().invoke(cli, ["worker", "--app", "synthetic", "--no-benchmark",
+                                   "--backend", "cpu", "--label", label], env=runner_env(base))
+    assert res.exit_code != 0 and says in res.output, res.output
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    assert nova_cli.workers() == []  # refused before it registered
