@@ -19,6 +19,7 @@ first two.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from pathlib import Path
@@ -28,7 +29,7 @@ from benchlib import log, median
 from fleet import Proc, start_nova_worker, stop_all
 from throughput import evalsha_stats, redis_cost, redis_cpu_s
 
-from nova_queue import NovaClient, TaskSpec
+from nova_queue import NovaClient, TaskSpec, shares
 from nova_queue.local import RedisServer, wait_for
 
 TASK_S = 0.3
@@ -98,6 +99,13 @@ def _fair_result(events: list[Any], jobs: dict[str, str], job_owner: dict[str, s
             "late_fair_finish_s": 20 * TASK_S / (3 / 4)}
 
 
+def seed_usage(client: NovaClient, n_owners: int) -> None:
+    """Owners ``owner0..`` with recent usage 10, 20, ... worker-seconds."""
+    phi = client.server_time_ms() / (shares.DEFAULT_HALF_LIFE_S * 1000)  # note_usage.lua
+    client.redis.hset(client.keys.usage(), mapping={
+        f"f:owner{o}": repr(phi + math.log2(10.0 * (o + 1))) for o in range(n_owners)})
+
+
 def claim_cost(server: RedisServer, n_workers: int = 100, n_jobs: int = 50, n_owners: int = 10,
                n_calls: int = 2000) -> dict[str, Any]:
     """Redis time per claim on the fair-share path: ``n_workers`` workers with measured
@@ -113,9 +121,7 @@ def claim_cost(server: RedisServer, n_workers: int = 100, n_jobs: int = 50, n_ow
     for j in range(n_jobs):
         client.enqueue("synthetic", [TaskSpec(f"t{i}", 1.0) for i in range(per_job)],
                        owner=f"owner{j % n_owners}")
-    now_ms = client.server_time_ms()
-    r.hset(client.keys.usage(), mapping={k: v for o in range(n_owners) for k, v in (
-        (f"u:owner{o}", 10.0 * (o + 1)), (f"m:owner{o}", now_ms))})
+    seed_usage(client, n_owners)
     r.config_resetstat()
     cpu0 = redis_cpu_s(r)
     claimed = sum(len(client.claim(f"w{i % n_workers}", "synthetic").leases)

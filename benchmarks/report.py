@@ -388,6 +388,7 @@ def markdown(res: dict[str, Any]) -> str:
             "python benchmarks/run.py --json bench.json --docs docs    # full, and rewrite this file",
             "python benchmarks/run.py --from-json bench.json --docs docs  # re-render this file",
             "python benchmarks/ab.py HEAD~3                            # a revision vs the tree",
+            "python benchmarks/claim_instructions.py                   # instructions per claim (callgrind)",
             "```", "", rerun, ""]
     for key, fn in (("scheduling", _scheduling), ("throughput", _throughput), ("scale", _scale),
                     ("recovery", _recovery), ("placement", report_placement.section)):

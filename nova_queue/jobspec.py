@@ -22,7 +22,12 @@ from nova_queue.limits import (
     MIN_COST,
 )
 from nova_queue.models import TaskSpec
-from nova_queue.placement import Requirement, parse_requirements, requirements_json
+from nova_queue.placement import (
+    Requirement,
+    parse_requirements,
+    requirement_text,
+    requirements_json,
+)
 
 #: An owner (fair share) or a model key: short, printable, no separators that matter.
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:@+/-]{1,128}\Z")
@@ -45,7 +50,7 @@ def job_fields(app: str, tasks: Sequence[TaskSpec], job_id: str, *,
             raise errors.InputError(f"timeout must be a number of seconds from 0.001 to "
                                     f"{MAX_RUN_S}, not {timeout_s!r}")
         fields["timeout_s"] = float(timeout_s)
-    reqs = [r if isinstance(r, tuple) else parse_requirements([r])[0] for r in requires]
+    reqs = check_requirements(requires)
     if reqs:
         fields["requires"] = json.dumps(requirements_json(reqs))
     for key, value in (("owner", owner), ("model", model)):
@@ -55,6 +60,26 @@ def job_fields(app: str, tasks: Sequence[TaskSpec], job_id: str, *,
                                         "_ . : @ + / -")
             fields[key] = value
     return fields
+
+
+def check_requirements(requires: Sequence[str | Requirement]) -> list[Requirement]:
+    """``requires`` (strings as ``--require`` takes them, or ``placement.Requirement``
+    tuples) checked as one list: a tuple must be what its text parses back to (a number
+    after ``>=``, no comma in a value), and at most MAX_REQUIRES in all."""
+    texts = []
+    for r in requires:
+        if isinstance(r, str):
+            texts.append(r)
+            continue
+        ok = (isinstance(r, tuple) and len(r) == 3 and isinstance(r[0], str)
+              and r[1] in ("in", ">=", "<=") and isinstance(r[2], tuple) and r[2]
+              and all(isinstance(v, str) for v in r[2]) and (r[1] == "in" or len(r[2]) == 1))
+        text = requirement_text(r) if ok else repr(r)
+        if not ok or parse_requirements([text]) != [r]:
+            raise errors.InputError(f"requirement {text!r}: expected key=value[,value...], "
+                                    "key>=number or key<=number")
+        texts.append(text)
+    return parse_requirements(texts)
 
 
 def check_job(app: str, tasks: Sequence[TaskSpec], job_id: str, priority: int,

@@ -113,8 +113,9 @@ Fields and members:
   ``app:<app>:owner:<owner>``: those jobs, scored by their first task's pending score
   (priority, then FIFO). A claim drops a job whose tasks are all taken, a requeue puts it
   back.
-- ``usage``: ``u:<owner>`` (recent worker-seconds, decayed) ``m:<owner>`` (ms it was last
-  brought up to date) ``half_life_s``; ``shares``: owner -> share (weight; 1 when unset).
+- ``usage``: ``f:<owner>`` (recent worker-seconds, forward-decayed in the log domain:
+  lua/includes/note_usage.lua) ``half_life_s`` ``phase`` (keeps the decay continuous when the
+  half-life changes); ``shares``: owner -> share (weight; 1 when unset).
 - ``meta``: ``protocol`` (the namespace's protocol version, :mod:`nova_queue.protocol`; the
   first script to find it missing writes its own, every script checks it), ``last_tick_ms``
   (last script run) and ``grace_until_ms`` (no reaping before; set after Redis was

@@ -3,7 +3,8 @@ them (``lua/includes/owner_order.lua``).
 
 A job's owner (``enqueue --owner``, env ``NOVA_OWNER``, default the login name) uses the
 pool's worker-seconds; usage decays by half every half-life (``usage`` hash field
-``half_life_s``, default 3600 s). When several owners have pending work a worker can run,
+``half_life_s``, default 3600 s), kept per owner as one forward-decayed field in the log
+domain (``f:<owner>``, see ``lua/includes/note_usage.lua``). When several owners have pending work a worker can run,
 it serves the owner with the least usage per share first; within an owner, priority and
 then FIFO order. An owner's **entitlement** is its share of the shares of the owners
 active now.
@@ -20,6 +21,7 @@ from nova_queue.jobspec import NAME_RE
 
 DEFAULT_HALF_LIFE_S = 3600.0
 MAX_SHARE = 1e6
+MAX_HALF_LIFE_S = 365 * 86400  # common.lua's MAX_HALF_LIFE_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,20 +50,35 @@ def set_share(client, owner: str, share: float | None) -> None:
 
 
 def set_half_life(client, seconds: float) -> None:
-    """How fast usage is forgotten: it halves every ``seconds``."""
-    if not 1 <= seconds <= 365 * 86400:
+    """How fast usage is forgotten: it halves every ``seconds``. Usage is kept as forward
+    decay (``note_usage.lua``: field ``f:<owner>`` = log2 of the charges weighted by
+    2^phi(t), phi(t) = t_ms / half_ms + ``phase``), so the new half-life moves ``phase``
+    to keep phi(now) as it is: every owner's usage now stays, and decays at the new rate."""
+    if not 1 <= seconds <= MAX_HALF_LIFE_S:
         raise InputError("the half-life must be from 1 s to 365 days")
-    client.redis.hset(client.keys.usage(), "half_life_s", repr(float(seconds)))
+
+    def update(pipe: Any) -> None:
+        old, phase = pipe.hmget(client.keys.usage(), "half_life_s", "phase")
+        now_ms = client.server_time_ms()
+        phi = now_ms / (_half_life(old) * 1000) + _phase(phase)
+        pipe.multi()
+        pipe.hset(client.keys.usage(), mapping={"half_life_s": repr(float(seconds)),
+                                                "phase": repr(phi - now_ms / (seconds * 1000))})
+
+    client.redis.transaction(update, client.keys.usage())
 
 
 def half_life_s(client) -> float:
     """The namespace's usage half-life (seconds)."""
-    raw = client.redis.hget(client.keys.usage(), "half_life_s")
+    return _half_life(client.redis.hget(client.keys.usage(), "half_life_s"))
+
+
+def _half_life(raw: Any) -> float:
     try:
         value = float(raw) if raw else DEFAULT_HALF_LIFE_S
     except ValueError:
         return DEFAULT_HALF_LIFE_S
-    return value if 1 <= value <= 365 * 86400 else DEFAULT_HALF_LIFE_S
+    return value if 1 <= value <= MAX_HALF_LIFE_S else DEFAULT_HALF_LIFE_S
 
 
 def owners(client) -> list[OwnerUsage]:
@@ -69,19 +86,36 @@ def owners(client) -> list[OwnerUsage]:
     usage = client.redis.hgetall(client.keys.usage())
     shares = client.redis.hgetall(client.keys.shares())
     now_ms = client.server_time_ms()
-    half_ms = half_life_s(client) * 1000
+    phi = now_ms / (_half_life(usage.get("half_life_s")) * 1000) + _phase(usage.get("phase"))
     queued: dict[str, list[str]] = {}
     for app in client.apps():
         for owner in client.redis.smembers(client.keys.app_owners(app)):
             queued.setdefault(owner, []).append(app)
-    names = ({k[2:] for k in usage if k.startswith("u:")} | set(shares) | set(queued))
+    names = ({k[2:] for k in usage if k.startswith("f:")} | set(shares) | set(queued))
     out = []
     for name in sorted(names):
-        used = _float(usage.get(f"u:{name}"), 0.0)
-        since = max(now_ms - _float(usage.get(f"m:{name}"), now_ms), 0.0)
         out.append(OwnerUsage(name, _float(shares.get(name), 1.0),
-                              used * 2 ** (-since / half_ms), tuple(sorted(queued.get(name, [])))))
+                              usage_now(usage.get(f"f:{name}"), phi),
+                              tuple(sorted(queued.get(name, [])))))
     return sorted(out, key=lambda o: (o.usage_s / max(o.share, 1e-9), o.owner))
+
+
+def usage_now(field: Any, phi: float) -> float:
+    """Worker-seconds an owner's usage field ``f:<owner>`` stands for at phi(now) (0 when
+    unset or malformed; at most 1e15, as the claim caps it)."""
+    try:
+        f = float(field)
+    except (TypeError, ValueError):
+        return 0.0
+    if math.isnan(f):
+        return 0.0
+    return 2 ** min(f - phi, math.log2(1e15))
+
+
+def _phase(raw: Any) -> float:
+    """The usage hash's ``phase`` as usage_phase.lua reads it (0 unless within ±1e12)."""
+    value = _float(raw, 0.0)
+    return value if abs(value) <= 1e12 else 0.0
 
 
 def _float(raw: Any, default: float) -> float:

@@ -55,23 +55,31 @@ def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, 
     """Detect and prove the backend, benchmark, then claim and run tasks until stopped."""
     # torch reads this when first imported: CPU fallback for ops MPS lacks (Apple Metal)
     os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
+    from nova_queue.workers.record import AUTOMATIC, check_custom_labels
     from nova_queue.workers.runtime import Worker, WorkerOptions
 
+    apps = tuple(apps) or default_apps()
+    custom = parse_labels(labels)
+    check_custom_labels(custom, len(AUTOMATIC) + len(apps))  # before any start-up work
     options = WorkerOptions(
-        apps=tuple(apps) or default_apps(), backend=backend, name=name, slowdown=slowdown,
+        apps=apps, backend=backend, name=name, slowdown=slowdown,
         burst=burst, max_tasks=max_tasks, app_options=parse_pairs(app_options, "-o"),
-        labels=parse_labels(labels), benchmark=not no_benchmark)
-    settings = ctx.settings
-    if gateway_url or worker_token or gateway_ca_bundle:
-        settings = dataclasses.replace(
-            settings, gateway_url=gateway_url or settings.gateway_url,
-            worker_token=worker_token or settings.worker_token,
-            gateway_ca_bundle=gateway_ca_bundle or settings.gateway_ca_bundle)
-    if settings.worker_token and not settings.gateway_url:
-        raise InputError("--token (NOVA_WORKER_TOKEN) is for a gateway: add --gateway URL")
-    w = Worker(settings, options)
+        labels=custom, benchmark=not no_benchmark)
+    w = Worker(_with_gateway(ctx.settings, gateway_url, worker_token, gateway_ca_bundle),
+               options)
     w.install_signal_handlers()
     sys.exit(w.run())
+
+
+def _with_gateway(settings, url: str | None, token: str | None, ca_bundle: str | None):
+    """``settings`` with the gateway flags (which win over their env vars)."""
+    settings = dataclasses.replace(
+        settings, gateway_url=url or settings.gateway_url,
+        worker_token=token or settings.worker_token,
+        gateway_ca_bundle=ca_bundle or settings.gateway_ca_bundle)
+    if settings.worker_token and not settings.gateway_url:
+        raise InputError("--token (NOVA_WORKER_TOKEN) is for a gateway: add --gateway URL")
+    return settings
 
 
 def default_apps() -> tuple[str, ...]:

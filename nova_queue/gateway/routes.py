@@ -25,15 +25,15 @@ from nova_queue.gateway import results
 from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult
-from nova_queue.placement import labels_from_json
+from nova_queue.placement import AUTOMATIC_LABELS, labels_from_json
 
 bp = Blueprint("gateway", __name__, url_prefix="/v1")
 
 #: Longest wait of a long-polled claim.
 MAX_CLAIM_WAIT_MS = 10_000
-#: Labels every worker reports about itself (``nova_queue.workers.record``); any other
-#: label of a worker behind a gateway must be one its token grants.
-SELF_REPORTED = frozenset({"backend", "device", "host", "fp16", "nova", "memory_gb"})
+#: Labels every worker reports about itself (and ``app.<name>``); any other label of a
+#: worker behind a gateway must be one its token grants.
+SELF_REPORTED = frozenset(AUTOMATIC_LABELS)
 FAIL_KINDS = ("error", "oom", "shutdown", "infra")
 
 
@@ -108,13 +108,14 @@ def register() -> Any:
 
 
 def _pinned_labels(caller: Caller, raw: object) -> dict[str, str]:
-    """The worker's labels: what it reports about itself, then the token's over them; a
-    custom label the token does not grant is refused."""
+    """The worker's labels: what it reports about itself, then the token's; a custom label
+    the token does not grant, or a report of its own that contradicts one the token pins
+    (the token says ``backend=cuda``, the worker ``cpu``), is refused."""
     labels = labels_from_json(raw if isinstance(raw, str) else json.dumps(raw or {}))
     granted = caller.token.labels
     for key, value in labels.items():
         own = key in SELF_REPORTED or key.startswith("app.")
-        if not own and granted.get(key) != value:
+        if granted.get(key, value if own else None) != value:
             raise errors.AccessDeniedError(f"label {key}={value} is not granted by token "
                                            f"{caller.token.name!r}")
     return {**labels, **granted}

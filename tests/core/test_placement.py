@@ -4,11 +4,12 @@ out-of-memory failure, fair share between owners, warm models first."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from novatests.seed import set_speed
 
-from nova_queue import TaskSpec
+from nova_queue import TaskSpec, shares
 from nova_queue.errors import InputError
 from nova_queue.keys import result_key
 from nova_queue.placement import meets, parse_labels, parse_requirements, unmet
@@ -47,6 +48,31 @@ def test_the_requirement_rule():
     assert parse_labels(["gpu=4090,site=lab", "x=1"]) == {"gpu": "4090", "site": "lab", "x": "1"}
     with pytest.raises(InputError, match="key=value"):
         parse_labels(["gpu 4090"])
+
+
+@pytest.mark.parametrize("requires, needle", [
+    (["memory_gb>=lots"], "needs a number"),
+    ([f"k{i}=a" for i in range(17)], "at most 16 requirements"),
+    ([("memory_gb", ">=", ("lots",))], "needs a number"),  # a tuple is checked as its text
+    ([("site", "in", ("a,b",))], "requirement 'site=a,b'"),
+    ([("site", "in", ())], "requirement"),
+    ([("Bad Key", "~", ("x",))], "requirement"),
+    ([42], "requirement '42'"),
+])
+def test_the_api_refuses_bad_requirements_and_writes_nothing(nova, requires, needle):
+    with pytest.raises(InputError, match=re.escape(needle)):
+        job(nova, 1, requires=requires)
+    assert nova.redis.keys(f"{nova.prefix}job:*") == []
+
+
+@pytest.mark.parametrize("owner", ["bad owner", "<script>", "x" * 129, 5])
+def test_the_api_refuses_a_bad_owner_and_writes_nothing(nova, owner):
+    with pytest.raises(InputError, match="owner .*: use 1 to 128 of"):
+        job(nova, 1, owner=owner)
+    assert nova.redis.keys(f"{nova.prefix}job:*") == []
+    ok = job(nova, 1, owner="ana@lab.example/team-1", requires=[("gpu", "in", ("4090",))])
+    assert nova.job(ok, with_tasks=False).owner == "ana@lab.example/team-1"
+    assert list(nova.job(ok, with_tasks=False).requires) == [("gpu", "in", ("4090",))]
 
 
 def test_the_claim_gives_a_job_only_to_workers_that_meet_it(nova):
@@ -134,9 +160,43 @@ def test_fair_share_serves_the_owner_with_the_least_usage(nova):
         commit(nova, "w", lease, run_s=1.0)
     # bob's job starts at once and runs until its usage passes alice's; then they share
     assert order[:3] == [newcomer] * 3 and order[3:] == [backlog] * 3
-    usage = nova.redis.hgetall(nova.keys.usage())
-    assert float(usage["u:alice"]) == pytest.approx(8.0, rel=0.01)
-    assert float(usage["u:bob"]) == pytest.approx(3.0, rel=0.01)
+    usage = {o.owner: o.usage_s for o in shares.owners(nova)}
+    assert usage["alice"] == pytest.approx(8.0, rel=0.01)
+    assert usage["bob"] == pytest.approx(3.0, rel=0.01)
+
+
+def test_usage_decays_by_half_per_half_life_and_survives_a_half_life_change(nova):
+    """Usage is one forward-decayed field per owner (note_usage.lua): moving the phase by
+    one stands for one half-life passed; a new half-life keeps every owner's usage now."""
+    a = job(nova, 4, owner="alice")
+    job(nova, 4, owner="bob")
+    join(nova, "w")
+    set_speed(nova, "w", "synthetic", 0.1)
+    lease = nova.claim("w", "synthetic").leases[0]
+    assert lease.job_id == a  # no usage yet: by name
+    commit(nova, "w", lease, run_s=4.0)
+
+    def usage():
+        return {o.owner: o.usage_s for o in shares.owners(nova)}
+    assert usage()["alice"] == pytest.approx(4.0, rel=1e-4) and usage()["bob"] == 0
+    nova.redis.hincrbyfloat(nova.keys.usage(), "phase", 1.0)  # one half-life later
+    assert usage()["alice"] == pytest.approx(2.0, rel=1e-4)
+    shares.set_half_life(nova, 60)
+    assert usage()["alice"] == pytest.approx(2.0, rel=1e-3)  # (a few ms of decay at 60 s)
+    assert shares.half_life_s(nova) == 60
+    with pytest.raises(InputError, match="half-life"):
+        shares.set_half_life(nova, 0.5)
+    # bob's claim is charged its predicted time at once; a commit of a shorter run
+    # settles it down to zero, and the field goes rather than going negative
+    lease = nova.claim("w", "synthetic").leases[0]
+    assert lease.job_id != a and lease.predicted_s > 0
+    assert usage()["bob"] == pytest.approx(lease.predicted_s, rel=1e-3)
+    commit(nova, "w", lease, run_s=0.0)
+    assert usage()["bob"] == 0 and nova.redis.hget(nova.keys.usage(), "f:bob") is None
+    # a forged field beyond the cap counts as the cap, and the claim still answers
+    nova.redis.hset(nova.keys.usage(), "f:bob", "1e308")
+    assert usage()["bob"] == pytest.approx(1e15)
+    assert nova.claim("w", "synthetic").leases[0].job_id == a
 
 
 def test_shares_weigh_usage(nova):
@@ -207,3 +267,17 @@ def test_a_lost_worker_no_longer_holds_its_model(nova):
     expire_worker(nova, "w")
     nova.reap()
     assert nova.redis.hget(nova.keys.app_warm("synthetic"), "model-a") is None
+
+
+def test_the_policy_counts_another_workers_load_time(nova):
+    """A slow worker that holds the job's model warm waits for a fast idle one that holds it
+    too, but not for one that would load it first for longer than the work takes."""
+    job(nova, 2, model="model-a")
+    for wid, speed in (("slow", 1.0), ("fast", 0.1)):
+        join(nova, wid)
+        set_speed(nova, wid, "synthetic", speed)
+    nova.note_loaded("slow", "synthetic", "model-a", 1.0)
+    nova.note_loaded("fast", "synthetic", "model-a", 100.0)
+    assert nova.claim("slow", "synthetic").status == "wait"  # fast holds it: faster
+    nova.note_loaded("fast", "synthetic", "model-b", 100.0)  # fast now holds another one
+    assert nova.claim("slow", "synthetic").leases[0].job_id  # fast would load 100 s first

@@ -119,6 +119,11 @@ def test_apps_and_labels_are_the_tokens(gw, admin, make_token):
     join(gw, token)
     (w,) = [w for w in admin.workers() if w.alive]
     assert w.labels["gpu"] == "4090" and w.labels["backend"] == "cpu"
+    pinned = make_token("pinned", labels={"backend": "cuda"})
+    res = gw.post("/v1/hello", json={"protocol": 2}, headers=auth(pinned))
+    res = gw.post("/v1/register", json={"fields": FIELDS, "apps": ["synthetic"]},
+                  headers=auth(pinned, res.json["worker_id"]))
+    assert res.status_code == 403 and "backend=cpu" in res.json["error"]  # contradicts it
     res = claim(gw, token, app="txt2img")
     assert res.status_code == 403
 

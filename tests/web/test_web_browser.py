@@ -280,3 +280,17 @@ def test_the_timeline_draws_each_attempt_live(browser_page, live_server, nova, s
                            timeout=10_000)
     assert page.errors == []
     save_screenshot(page, "timeline.png")
+
+
+def test_the_owners_page_shows_a_hostile_owner_as_text(browser_page, live_server, nova):
+    """A hand-written owner name with markup renders as text in a real browser: no script
+    runs, no element is made of it, and the fair-share order holds."""
+    enqueue(nova, ["a"], owner="alice")
+    nova.redis.hset(nova.keys.shares(), XSS_PROMPT, "2")
+    page = browser_page
+    page.goto(f"{live_server}/owners")
+    cells = page.locator("table.owners tbody tr td:first-child").all_inner_texts()
+    assert cells == [XSS_PROMPT, "alice"]  # neither has usage: by name ('<' before 'a')
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator("table.owners img, table.owners script, table.owners b").count() == 0
+    assert page.errors == []

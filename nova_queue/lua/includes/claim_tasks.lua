@@ -27,8 +27,7 @@ local function claim_tasks(K, a)
   end
   -- everything this script reads of the worker, in one call
   local w = redis.call('HMGET', K.worker, 'last_claim', 'ema:' .. a.app, 'n:' .. a.app,
-    'bench:' .. a.app, 'name', 'backend', 'host', 'claims', 'quarantined',
-    'quarantine_until_ms', 'probe_tid', 'quarantine_reason', 'cooldown_ms', 'labels',
+    'bench:' .. a.app, 'name', 'backend', 'host', 'claims', 'quarantined', 'labels',
     'memory_total', 'warm:' .. a.app, 'load:' .. a.app)
   if w[1] == a.attempt_ids[1] then
     local again = claim_again(a.prefix, K.held, a.attempt_ids)
@@ -38,15 +37,15 @@ local function claim_tasks(K, a)
   end
   local probing = w[9] == '1'
   if probing then
-    local refused = quarantine_gate(ctx, K, a, w, now)
+    local refused = quarantine_gate(ctx, K, a, now)
     if refused then
       return refused
     end
     a.k = 1 -- a probe: one task
   end
   local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
-    host = w[7] or '', claims = w[8], labels_raw = w[14], memory = w[15], warm = w[16],
-    load_s = num_in(w[17], 0, MAX_RUN_S) or 0, app = a.app }
+    host = w[7] or '', claims = w[8], labels_raw = w[10], memory = w[11], warm = w[12],
+    load_s = num_in(w[13], 0, MAX_RUN_S) or 0, app = a.app }
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
     return claim_idle(ctx, K, a, me, probing, now)

@@ -46,6 +46,9 @@ local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before ret
 local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
 local MIN_TOMBSTONE_S = 60         -- ... for as long again as the retention, a minute at least
 local MAX_EXPIRE_JOBS = 256        -- due jobs (and old tombstones) one sweep looks at
+local MAX_HALF_LIFE_S = 31536000   -- fair share's usage half-life (365 days)
+local LN2 = 0.69314718055994531    -- log2(x) = math.log(x) / LN2 (Lua 5.1 has no log2)
+local LOG2_MAX_USAGE = 49.828921423310435 -- log2(1e15): an owner's usage <= 1e15 s
 
 -- A finite number in [lo, hi], else nil.
 local function num_in(x, lo, hi)
@@ -91,8 +94,13 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Integers as exact decimal strings (Lua's tostring keeps only 14 digits).
+-- Integers as exact decimal strings (Lua's tostring keeps only 14 digits). An integral
+-- value below 2^53 takes '%d' (the C long of Redis's Lua: the same digits, without the
+-- floating-point formatting of '%.0f', which a claim would pay some 30 times).
 local function int(x)
+  if x % 1 == 0 and math.abs(x) < 9007199254740992 and x ~= 0 then
+    return string.format('%d', x)
+  end
   return string.format('%.0f', x)
 end
 

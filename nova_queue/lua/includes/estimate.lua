@@ -15,7 +15,7 @@ local function estimate(fleet_key, prefix, wid, app, me)
     return nil, false
   end
   local ratios = {}
-  for _, v in ipairs(redis.call('ZRANGE', fleet_key, 0, 63)) do
+  for _, v in ipairs(redis.call('ZRANGE', fleet_key, '0', '63')) do
     if v ~= wid then
       local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'ema:' .. app, 'n:' .. app,
         'bench:' .. app)

@@ -6,7 +6,8 @@
 local function gather_job(ctx, K, a, s, job_id, j, now)
   local last = int_in(j[9], 1, MAX_JOB_TASKS) or 1
   local members = redis.call('ZRANGEBYSCORE', K.pending, task_score(j[7], j[8], job_id .. ':0'),
-    task_score(j[7], j[8], job_id .. ':' .. int(last - 1)), 'LIMIT', 0, a.k - #s.tids + 32)
+    task_score(j[7], j[8], job_id .. ':' .. int(last - 1)), 'LIMIT', '0',
+    int(a.k - #s.tids + 32))
   for _, tid in ipairs(members) do
     if #s.tids >= a.k then
       break

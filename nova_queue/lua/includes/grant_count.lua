@@ -23,7 +23,7 @@ local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now, me)
     C = C + costs[i]
   end
   local N = redis.call('ZCARD', fleet_key)
-  local best = redis.call('ZRANGE', fleet_key, 0, 0, 'WITHSCORES')
+  local best = redis.call('ZRANGE', fleet_key, '0', '0', 'WITHSCORES')
   local t_min = math.max(tonumber(best[2] or t_w) or t_w, 1e-9)
   if N == 0 or N * t_w * C / (t_min * c) < R - kk + 1 then
     return kk -- fast path

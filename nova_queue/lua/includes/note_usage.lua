@@ -1,14 +1,34 @@
---[[ note_usage: worker-seconds count toward an owner's recent usage (the usage hash:
-  u:<owner> decayed by half every half_life_s, m:<owner> when it was last brought up to
-  date), which fair share weighs (owner_order): a claim under fair share charges the
-  predicted time, the commit the rest of the run time (negative when it ran shorter).
+--[[ note_usage: worker-seconds count toward an owner's recent usage, which fair share weighs
+  (owner_order). Usage halves every half-life, kept as forward decay in the log domain, so
+  nothing is ever rescaled and one field per owner holds it: f:<owner> of the usage hash is
+  F = log2(sum_i c_i 2^phi(t_i)) over the owner's charges c_i (seconds) at times t_i
+  (usage_phase), and its usage now is 2^(F - phi(now)); a missing field is usage 0. A charge
+  c > 0 makes F = log2(2^F + c 2^phi(now)); a negative one (a commit's settlement of a run
+  shorter than charged) subtracts, and usage stops at 0 (the field goes). A claim under fair
+  share charges the predicted time, the commit the rest of the run time. At most 1e15 s.
+  `read`: the fields {f:<owner>, half_life_s, phase} when this script read them already.
 ]]
---- @include "common"
-local function note_usage(prefix, owner, run_s, now)
-  local key = prefix .. 'usage'
-  local u = redis.call('HMGET', key, 'u:' .. owner, 'm:' .. owner, 'half_life_s')
-  local half_ms = (num_in(u[3], 1, 1e9) or 3600) * 1000
-  local since = math.max(now - (num_in(u[2], 0, 1e15) or now), 0)
-  local used = math.max((num_in(u[1], 0, 1e15) or 0) * 2 ^ (-since / half_ms) + run_s, 0)
-  redis.call('HSET', key, 'u:' .. owner, num(math.min(used, 1e15)), 'm:' .. owner, int(now))
+--- @include "usage_phase"
+local function note_usage(prefix, owner, run_s, now, read)
+  if run_s == 0 then
+    return
+  end
+  local key, field = prefix .. 'usage', 'f:' .. owner
+  local u = read or redis.call('HMGET', key, field, 'half_life_s', 'phase')
+  local phi = usage_phase(u[2], u[3], now)
+  local f = num_in(u[1], -math.huge, math.huge) -- not NaN
+  local a = phi + math.log(math.abs(run_s)) / LN2
+  if run_s > 0 then
+    if f then
+      f = math.max(f, a) + math.log(1 + 2 ^ -math.abs(f - a)) / LN2
+    else
+      f = a
+    end
+  elseif f and a < f then
+    f = f + math.log(1 - 2 ^ (a - f)) / LN2
+  else
+    redis.call('HDEL', key, field)
+    return
+  end
+  redis.call('HSET', key, field, string.format('%.17g', math.min(f, phi + LOG2_MAX_USAGE)))
 end

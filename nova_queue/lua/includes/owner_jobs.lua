@@ -1,36 +1,40 @@
 --[[ owner_jobs: fair share between owners, when two or more have jobs of the app with
-  pending work (app:<app>:owners): candidates come from the owners in owner_order, each
-  owner's jobs in their queue order (priority, then FIFO; queue_job), the first 8 per
-  owner, until the claim has k. A job whose range holds no pending task leaves its owner's
-  queue, and an owner whose queue is empty leaves the set (a requeued task puts them back).
-  Looks at 32 owners at most. Returns false when fewer than two owners wait (the caller
-  walks the queue as one), else true (s holds what it found).
+  pending work (app:<app>:owners): candidates come from the owners in fair-share order
+  (owner_order's ranks, the lowest first: next_owner), each owner's jobs in their queue
+  order (priority, then FIFO; queue_job), the first 8 per owner, until the claim has k. A
+  job whose range holds no pending task leaves its owner's queue, and an owner whose queue
+  is empty leaves the set (a requeued task puts them back). Looks at 32 owners at most
+  (SRANDMEMBER: all of them when there are no more). Returns false when fewer than two
+  owners wait (the caller walks the queue as one), else true (s holds what it found).
 ]]
 --- @include "owner_order"
+--- @include "next_owner"
 --- @include "consider_job"
 --- @include "prefer_model"
 --- @include "take_jobs"
 local function owner_jobs(ctx, K, a, me, s, now)
   local owners_key = ctx.prefix .. 'app:' .. a.app .. ':owners'
-  local n = redis.call('SCARD', owners_key)
-  if n < 2 then
+  local owners = redis.call('SRANDMEMBER', owners_key, '32') -- all of them, up to 32
+  if #owners < 2 then
     return false
   end
-  local owners = n <= 32 and redis.call('SMEMBERS', owners_key)
-    or redis.call('SRANDMEMBER', owners_key, 32)
   s.fair = true -- write_leases charges the owners for what they get now
-  for _, owner in ipairs(owner_order(ctx.prefix, owners, now)) do
+  local rank, done = owner_order(ctx.prefix, owners, now, s), {}
+  for _ = 1, #owners do
+    local o = next_owner(owners, rank, done)
+    local owner = owners[o]
+    done[o] = true
     local queue = ctx.prefix .. 'app:' .. a.app .. ':owner:' .. owner
-    local ids, jobs = redis.call('ZRANGE', queue, 0, 7), {}
+    local ids, jobs = redis.call('ZRANGE', queue, '0', '7'), {}
     for i, job_id in ipairs(ids) do
-      if not is_job_id(job_id) then
+      if i > 1 and not jobs.models then -- the rest are read only when models matter
+        jobs[#jobs + 1] = { job_id, false } -- (checked by take_jobs, if it gets there)
+      elseif not is_job_id(job_id) then
         redis.call('ZREM', queue, job_id)
-      elseif i == 1 or jobs.models then -- the rest are read only when models matter
+      else
         local j = consider_job(ctx, s, job_id)
         jobs[#jobs + 1] = { job_id, j }
         jobs.models = jobs.models or (i == 1 and j[10] and j[10] ~= '')
-      else
-        jobs[#jobs + 1] = { job_id, false }
       end
     end
     if jobs.models then

@@ -1,22 +1,24 @@
---[[ quarantine_gate: what the claim of a quarantined worker gets (w: claim_tasks' read of
-  the worker; w[10..13]: quarantine_until_ms, probe_tid, quarantine_reason, cooldown_ms).
+--[[ quarantine_gate: what the claim of a quarantined worker gets (its quarantine_until_ms,
+  probe_tid, quarantine_reason and cooldown_ms are read here: only a quarantined one has them).
   Before its cool-down ends, or while its probe task runs: QUARANTINED, with when to ask
   again and the reason. A probe that ended without a commit (a commit lifts the
   quarantine) failed: quarantined again for twice the cool-down. After the cool-down: nil,
   and the claim goes on as a probe of one task (claim_tasks marks it).
 ]]
 --- @include "quarantine_worker"
-local function quarantine_gate(ctx, K, a, w, now)
-  local until_ms, reason = tonumber(w[10]) or 0, w[12] or ''
-  if w[11] then
-    local t = redis.call('HMGET', ctx.prefix .. 'task:' .. w[11], 'state', 'worker', 'b_worker')
+local function quarantine_gate(ctx, K, a, now)
+  local q = redis.call('HMGET', K.worker, 'quarantine_until_ms', 'probe_tid',
+    'quarantine_reason', 'cooldown_ms')
+  local until_ms, reason = tonumber(q[1]) or 0, q[3] or ''
+  if q[2] then
+    local t = redis.call('HMGET', ctx.prefix .. 'task:' .. q[2], 'state', 'worker', 'b_worker')
     if t[1] == 'leased' and (t[2] == a.wid or t[3] == a.wid) then
       return { CODE.QUARANTINED, int(now), WAIT_MS.QUARANTINE_MAX, 'probe task running; ' .. reason }
     end
     if string.sub(reason, 1, 10) ~= 'probe task' then
       reason = 'probe task did not commit; before: ' .. reason
     end
-    local cooldown = 2 * (int_in(w[13], 1, MAX_COOLDOWN_MS) or 60000)
+    local cooldown = 2 * (int_in(q[4], 1, MAX_COOLDOWN_MS) or 60000)
     quarantine_worker(ctx, a.wid, now, reason, cooldown)
     until_ms = now + math.min(cooldown, MAX_COOLDOWN_MS)
   end

@@ -10,7 +10,8 @@ local function reap(ctx, now, grace_until, limit)
   if now < grace_until then
     return 0, 0
   end
-  local lost = redis.call('ZRANGEBYSCORE', ctx.alive, '-inf', '(' .. int(now), 'LIMIT', 0, limit)
+  local lost = redis.call('ZRANGEBYSCORE', ctx.alive, '-inf', '(' .. int(now), 'LIMIT', '0',
+    int(limit))
   local n_lost = 0
   for _, wid in ipairs(lost) do
     if ctx.budget <= 0 then
@@ -25,8 +26,8 @@ local function reap(ctx, now, grace_until, limit)
   end
   local expired = {}
   if ctx.budget > 0 then
-    expired = redis.call('ZRANGEBYSCORE', ctx.leases, '-inf', '(' .. int(now), 'LIMIT', 0,
-      math.min(limit, ctx.budget))
+    expired = redis.call('ZRANGEBYSCORE', ctx.leases, '-inf', '(' .. int(now), 'LIMIT', '0',
+      int(math.min(limit, ctx.budget)))
   end
   for _, tid in ipairs(expired) do
     expire_lease(ctx, tid, now)

@@ -17,7 +17,7 @@
 local function walk_pending(ctx, K, a, me, s, now)
   local from = '-inf'
   for visit = 1, MAX_JOB_VISIT do
-    local scan = redis.call('ZRANGEBYSCORE', K.pending, from, '+inf', 'LIMIT', 0, a.k + 32)
+    local scan = redis.call('ZRANGEBYSCORE', K.pending, from, '+inf', 'LIMIT', '0', int(a.k + 32))
     local job_id, j, eligible
     for _, tid in ipairs(scan) do
       local of = #tid <= 80 and job_of(tid)

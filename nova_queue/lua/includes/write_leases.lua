@@ -3,8 +3,9 @@
   run time when it has an estimate t_w (and its measured load time first, for a job whose
   model it does not hold warm: it holds it from now on, set_warm) and a run deadline
   (run_limit) past which renew no longer extends the lease; under fair share the predicted
-  time is charged to the job's owner at once (note_usage; the commit settles the rest); then the jobs' counts, the app's in-flight count and the
-  worker's state. Returns the leases (claim-12's reply fields).
+  time is charged to the job's owner at once (note_usage, once per owner; the commit settles
+  the rest); then the jobs' counts, the app's in-flight count and the worker's state.
+  Returns the leases (claim-12's reply fields).
 ]]
 --- @include "update_job_counts"
 --- @include "run_limit"
@@ -13,11 +14,13 @@
 local function write_leases(ctx, K, a, me, s, grant, t_w, now)
   local busy = 0
   local leases, granted, order = {}, {}, {} -- leases per job, written to its counts once
+  local charges = {} -- owner -> seconds charged
   for i = 1, grant do
     local tid, t, cost = s.tids[i], s.tasks[i], s.costs[i]
     local job_id, index = job_of(tid), index_of(tid)
     local gen = math.max(int_in(t[4], 0, 1e15) or 0, int_in(t[7], 0, 1e15) or 0) + 1
     local attempt = (int_in(t[5], 0, 1e15) or 0) + 1
+    local gen_s, attempt_s = int(gen), int(attempt) -- strings: Redis formats numbers slowly
     local attempt_id = a.attempt_ids[i]
     local predicted = t_w and (t_w * cost) or nil
     local predicted_s = predicted and num(predicted) or ''
@@ -37,15 +40,14 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
     local deadline = math.min(now + a.ttl_ms, run_deadline)
     redis.call('ZREM', K.pending, tid)
     local charged = s.fair and predicted or 0 -- fair share counts work in flight at once
-    redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'leased', 'lease_gen', gen,
-      'attempt_count', attempt, 'worker', a.wid, 'worker_name', me.name, 'backend', me.backend,
+    local owner = s.jobs[job_id][11] or ''
+    charges[owner] = charged > 0 and (charges[owner] or 0) + charged or charges[owner]
+    redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'leased', 'lease_gen', gen_s,
+      'attempt_count', attempt_s, 'worker', a.wid, 'worker_name', me.name, 'backend', me.backend,
       'host', me.host, 'attempt_id', attempt_id, 'deadline_ms', int(deadline),
       'claimed_ms', int(now), 'predicted_s', predicted_s, 'run_deadline_ms', int(run_deadline),
-      'charged', num(charged))
-    if charged > 0 then
-      note_usage(ctx.prefix, s.jobs[job_id][11] or '', charged, now)
-    end
-    redis.call('ZADD', K.leases, deadline, tid)
+      'charged', charged > 0 and predicted_s or '0')
+    redis.call('ZADD', K.leases, int(deadline), tid)
     redis.call('SADD', K.held, tid)
     leases[i] = {
       tid = tid, job = job_id, index = tonumber(index), input = t[3], cost = cost,
@@ -54,11 +56,14 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
       run_deadline_ms = int(run_deadline),
     }
     emit(ctx, 'claimed', 'job', job_id, 'task', index, 'worker', a.wid, 'name', me.name,
-      'backend', me.backend, 'lease_gen', gen, 'attempt', attempt, 'predicted_s', predicted_s)
+      'backend', me.backend, 'lease_gen', gen_s, 'attempt', attempt_s, 'predicted_s', predicted_s)
+  end
+  for owner, charged in pairs(charges) do -- one entry per owner of the granted tasks
+    note_usage(ctx.prefix, owner, charged, now, s.usage and s.usage[owner])
   end
   update_job_counts(ctx.prefix, s.jobs, granted, order, now)
-  redis.call('HINCRBY', ctx.inflight, a.app, grant)
+  redis.call('HINCRBY', ctx.inflight, a.app, int(grant))
   redis.call('HSET', K.worker, 'state', 'busy', 'busy_until_ms', int(now + busy * 1000),
-    'last_claim', a.attempt_ids[1], 'claims', (tonumber(me.claims) or 0) + grant)
+    'last_claim', a.attempt_ids[1], 'claims', int((tonumber(me.claims) or 0) + grant))
   return leases
 end
