@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import gateway as gateway_bench
 import report_placement
 from benchlib import median
 from optimum import optimal_makespan
@@ -65,6 +66,8 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     p = res.get("placement")
     for name, measured, met in report_placement.targets(p):
         add(name, p, measured, met)
+    for name, measured, met in gateway_bench.targets(res.get("gateway")):
+        add(name, res.get("gateway"), measured, met)
     k = res.get("soak")
     add("soak: Redis memory grows ≤ 5 % after warm-up", k,
         k and (f"{k['memory_growth_after_warmup_pct']:+.1f} % (keys "

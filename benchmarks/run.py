@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewhere
     sys.path.insert(0, str(HERE))
 
-SECTIONS = ("scheduling", "throughput", "scale", "recovery", "placement", "soak")
+SECTIONS = ("scheduling", "throughput", "scale", "recovery", "placement", "gateway", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -49,6 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the chosen sections on a private redis-server; returns the results."""
+    import gateway
     import gray
     import placement
     import recovery
@@ -87,6 +88,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "recovery" in sections:
             results["recovery"] = recovery.run_section(server, folder, quick=args.quick,
                                                        repeats=args.repeats)
+        if "gateway" in sections:
+            results["gateway"] = gateway.run_section(server, folder, quick=args.quick,
+                                                     repeats=args.repeats)
         if "soak" in sections:  # on a redis-server of its own: its memory is the measure
             results["soak"] = soak.run_section(folder, quick=args.quick)
     finally:
@@ -122,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
         doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
                        encoding="utf-8")
+        if "gateway" in results:  # its own block too, kept when a later run has none
+            import gateway
+
+            gateway.write_doc(results["gateway"], args.docs)
         if "soak" in results:  # its own block, kept when a later run has no soak
             import soak
 

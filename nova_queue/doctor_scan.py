@@ -20,7 +20,7 @@ from nova_queue.keys import Keyspace
 #: Keys of a namespace with no id in their name.
 SINGLETONS = frozenset({"jobs", "staging", "leases", "inflight", "seq", "apps", "failed",
                         "finished", "expiring", "expired", "workers", "departed", "alive",
-                        "meta", "events", "usage", "shares"})
+                        "meta", "events", "usage", "shares", "tokens"})
 _SHAPES = [
     ("task", re.compile(r"^task:([A-Za-z0-9_-]{1,64}):(\d{1,12})$")),
     ("job", re.compile(r"^job:([A-Za-z0-9_-]{1,64})$")),
@@ -30,6 +30,8 @@ _SHAPES = [
     ("held", re.compile(r"^held:([A-Za-z0-9_.-]{1,128})$")),
     ("app", re.compile(r"^app:([A-Za-z0-9_.-]{1,64}):(?:workers|fleet)$")),
     ("web", re.compile(r"^web:(?:session|fails):.+$")),
+    # the gateway's worker tokens and their rate-limit windows
+    ("gateway", re.compile(r"^(?:token:[0-9a-f]{64}|gw:rate:[0-9a-f]{64}:\d{1,12})$")),
     # placement: models held warm, owners with pending work and their queues of jobs
     ("placement", re.compile(r"^app:[A-Za-z0-9_.-]{1,64}:"
                              r"(?:warm|owners|owner:[A-Za-z0-9_.:@+/-]{0,128})$")),
@@ -77,7 +79,7 @@ def scan_keys(r: redis.Redis, keys: Keyspace) -> KeyScan:
 def _add(out: KeyScan, kind: str, m: re.Match[str]) -> None:
     if kind == "task":
         out.task_keys[m.group(1)] += 1
-    elif kind not in ("web", "placement"):
+    elif kind not in ("web", "placement", "gateway"):
         {"job": out.jobs, "stage": out.stages, "pending": out.pending_apps,
          "worker": out.workers, "held": out.held, "app": out.app_sets}[kind].add(m.group(1))
 

@@ -144,8 +144,20 @@ class WorkerLostError(NovaError):
     """The worker is not registered or was declared lost; it must register again."""
 
 
+class TokenError(NovaError):
+    """A gateway worker token is missing, unknown or revoked (the gateway answers 401)."""
+
+
+class AccessDeniedError(NovaError):
+    """The token does not allow this app, label or lease (the gateway answers 403)."""
+
+
 class StoreError(NovaError):
     """The result store failed or refused an operation."""
+
+
+class ResultTooLargeError(StoreError):
+    """A result is larger than the gateway accepts (``NOVA_GATEWAY_MAX_RESULT_BYTES``)."""
 
 
 class ObjectExistsError(StoreError):

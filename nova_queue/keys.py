@@ -16,8 +16,8 @@ Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
 G register, D deregister, T retry, A abort, Q quarantine, L loaded (complete_claim writes as
 K, then as C), Y the retention sweep (expire) and purge, O doctor's repairs, U an admin
 through the client (shares, the usage half-life), and B the web gallery (its own unlock
-state, nothing else). Readers: W worker runtime, U CLI/API, B web gallery, M metrics,
-Q post-processing.
+state, nothing else), N ``nova-queue tokens`` and H the gateway. Readers: W worker runtime, U CLI/API, B web gallery, M metrics,
+Q post-processing, H the gateway.
 
 ======================================  =======  ===  =================  ========
 key                                     type     TTL  written by         read by
@@ -52,6 +52,9 @@ nova:{ns}:meta                          hash     -    all scripts        all scr
 nova:{ns}:events                        stream   -    all writers        B U Q
 nova:{ns}:web:session:<digest>          string   TTL  B                  B
 nova:{ns}:web:fails:<client>            string   TTL  B                  B
+nova:{ns}:tokens                        hash     -    N                  N U
+nova:{ns}:token:<digest>                hash     -    N H                H U
+nova:{ns}:gw:rate:<digest>:<window>     string   TTL  H                  H
 ======================================  =======  ===  =================  ========
 
 Fields and members:
@@ -125,6 +128,13 @@ Fields and members:
   token under the gallery's secret (a changed token no longer matches); TTL: the unlock
   lifetime. ``web:fails:<client>``: unlock attempts of one client address (IPv6: its /64)
   in the current window, TTL: the window (``web/auth.py``).
+- ``tokens``: gateway worker token name -> the SHA-256 (hex) of the token, ``<digest>``;
+  ``token:<digest>``: ``name apps`` (comma list; empty: any) ``labels`` (JSON object the
+  worker's labels are pinned to) ``created_ms last_used_ms`` ``worker`` (the worker id the
+  gateway gave the token's current process) ``registered`` (the apps that process
+  registered). The token itself is never stored (``nova_queue/tokens.py``).
+- ``gw:rate:<digest>:<window>``: the token's requests in one fixed rate-limit window
+  (``<window>``: Redis seconds // the window length), TTL: twice the window.
 """
 
 from __future__ import annotations
@@ -273,6 +283,16 @@ class Keyspace:
 
     def web_unlock_fails(self, client: str) -> str:
         return self._k("web", "fails", client)
+
+    # gateway worker tokens (nova_queue/tokens.py, nova_queue/gateway)
+    def tokens(self) -> str:
+        return self._k("tokens")
+
+    def token(self, digest: str) -> str:
+        return self._k("token", digest)
+
+    def gateway_rate(self, digest: str, window: int) -> str:
+        return self._k("gw", "rate", digest, str(int(window)))
 
 
 def task_id(job_id: str, index: int) -> str:

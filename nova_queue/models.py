@@ -329,6 +329,7 @@ class WorkerInfo:
     #: Per app, the model it holds loaded (``warm:<app>``), and how many loads it did.
     warm: dict[str, str] = dataclasses.field(default_factory=dict)
     model_loads: int = 0
+    token: str = ""  #: the gateway token it joined with ("": a direct worker)
 
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str]) -> WorkerInfo:
@@ -362,7 +363,7 @@ class WorkerInfo:
                                  if h.get("quarantined") == "1" and h.get("quarantine_until_ms")
                                  else None),
             fail_streak=int_field(h.get("fail_streak")), last_error=h.get("last_error", ""),
-        )
+            token=h.get("token", ""))
 
     def to_json(self) -> dict[str, Any]:
         """The ``workers --json`` / ``/api/workers`` shape (first app's speeds flattened)."""
@@ -381,7 +382,7 @@ class WorkerInfo:
             "quarantined": self.quarantined, "quarantine_reason": self.quarantine_reason,
             "quarantine_until_ms": self.quarantine_until_ms, "fail_streak": self.fail_streak,
             "last_error": self.last_error, "labels": self.labels, "warm": self.warm,
-            "model_loads": self.model_loads,
+            "model_loads": self.model_loads, "token": self.token or None,
         }
 
 

@@ -29,6 +29,10 @@ VALUE_RE = re.compile(r"^[A-Za-z0-9_.:+/@-]{1,64}\Z")
 #: Most labels per worker, requirements per job, values per requirement (the scripts cap
 #: the same: lua/includes/common.lua MAX_LABELS, MAX_REQUIRES).
 MAX_LABELS = 32
+#: Labels every worker sets about itself (``nova_queue.workers.record``), besides
+#: ``app.<name>``; a custom label may not replace one, and behind a gateway only a token
+#: may pin one.
+AUTOMATIC_LABELS = ("backend", "device", "memory_gb", "host", "fp16", "nova")
 MAX_REQUIRES = 16
 MAX_VALUES = 16
 _REQUIREMENT_RE = re.compile(r"^([^=<>!\s]+)\s*(>=|<=|=)\s*(.+)\Z")

@@ -112,6 +112,24 @@ class Settings:
     #: pipeline folder, besides hub ids and the worker's own ``-o model=DIR``; empty: none.
     #: Env ``NOVA_MODEL_ROOTS``.
     model_roots: str = ""
+    #: The gateway a worker joins through (``worker --gateway``): ``https://host[:port]``;
+    #: empty: the worker talks to Redis and the store itself. Env ``NOVA_GATEWAY_URL``.
+    gateway_url: str = ""
+    #: The worker's gateway token (``nova-queue tokens create``); never logged or shown.
+    #: Env ``NOVA_WORKER_TOKEN``.
+    worker_token: str = dataclasses.field(default="", repr=False)
+    #: A CA bundle (PEM file) the worker checks the gateway's TLS certificate against;
+    #: empty: the system's. Env ``NOVA_GATEWAY_CA_BUNDLE``.
+    gateway_ca_bundle: str = ""
+    #: Seconds a worker waits for one gateway reply (a claim's long poll adds its wait).
+    #: Env ``NOVA_GATEWAY_TIMEOUT_S``.
+    gateway_timeout_s: float = 30.0
+    #: Largest result the gateway accepts from a worker, in bytes (413 above).
+    #: Env ``NOVA_GATEWAY_MAX_RESULT_BYTES``.
+    gateway_max_result_bytes: int = 64 * 1024 * 1024
+    #: Requests one token may make through the gateway per minute (429 + Retry-After above).
+    #: Env ``NOVA_GATEWAY_RATE_PER_MIN``.
+    gateway_rate_per_min: int = 6000
 
     def __post_init__(self) -> None:
         check_namespace(self.namespace)
@@ -147,6 +165,11 @@ class Settings:
             raise ConfigError("abandon grace must be positive")
         if not 0 <= self.job_retention_s <= MAX_RETENTION_S:
             raise ConfigError(f"job retention must be from 0 to {MAX_RETENTION_S} s")
+        if self.gateway_max_result_bytes < 1024 or self.gateway_rate_per_min < 1:
+            raise ConfigError("gateway max result bytes must be at least 1024, rate per "
+                              "minute at least 1")
+        if not 1 <= self.gateway_timeout_s <= 3600:
+            raise ConfigError("gateway timeout must be from 1 to 3600 s")
 
 
     @property

@@ -23,7 +23,13 @@ import redis
 
 from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
-from nova_queue.errors import NovaError, ObjectExistsError, StaleResultError, StoreError
+from nova_queue.errors import (
+    NovaError,
+    ObjectExistsError,
+    ResultTooLargeError,
+    StaleResultError,
+    StoreError,
+)
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
@@ -262,6 +268,9 @@ class Executor:
             self.store.put(key, output.data, output.content_type, self._object_meta(lease))
         except ObjectExistsError:
             return self._own_earlier_put(run, lease, key)
+        except ResultTooLargeError as exc:  # the gateway's limit: a task error, not the store's
+            self._fail(run, lease, "error", str(exc))
+            return None
         except StoreError as exc:
             self._store_failed(run, lease, exc)
             return None

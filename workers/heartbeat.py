@@ -16,7 +16,7 @@ from collections.abc import Callable
 import redis
 
 from nova_queue.client import NovaClient
-from nova_queue.errors import ProtocolMismatchError
+from nova_queue.errors import AccessDeniedError, ProtocolMismatchError, TokenError
 from nova_queue.models import Lease
 
 log = logging.getLogger(__name__)
@@ -41,8 +41,9 @@ class Heartbeat(threading.Thread):
         #: monotonic time of the last successful renewal
         self.last_ok = time.monotonic()
         self.beats = 0
-        #: set when a renewal was refused for the namespace's protocol (the loop stops)
-        self.refused: ProtocolMismatchError | None = None
+        #: set when a renewal was refused for the namespace's protocol, or by the gateway
+        #: for the worker's token (the loop stops)
+        self.refused: ProtocolMismatchError | TokenError | AccessDeniedError | None = None
 
     # ---- lease bookkeeping (called from the main thread) ----
     def hold(self, leases: list[Lease]) -> None:
@@ -92,7 +93,8 @@ class Heartbeat(threading.Thread):
         except redis.RedisError as exc:
             log.warning("heartbeat failed (%s); retrying in %.1f s", exc, self.interval_s)
             return
-        except ProtocolMismatchError as exc:  # the namespace moved on: beating cannot help
+        except (ProtocolMismatchError, TokenError, AccessDeniedError) as exc:
+            # the namespace moved on, or the gateway revoked the token: beating cannot help
             log.error("heartbeat stopped: %s", exc)
             self.refused = exc
             self._halt.set()

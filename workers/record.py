@@ -22,7 +22,7 @@ from typing import Any
 
 from nova_queue import __version__
 from nova_queue.errors import InputError
-from nova_queue.placement import MAX_LABELS
+from nova_queue.placement import AUTOMATIC_LABELS, MAX_LABELS
 from nova_queue.workers.backend import BackendInfo, capability
 from nova_queue.workers.node import Node
 
@@ -30,7 +30,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.:+/@-]+")
 
 
 #: The labels a worker sets itself (besides ``app.<name>``); custom labels may not use them.
-AUTOMATIC = ("backend", "device", "memory_gb", "host", "fp16", "nova")
+AUTOMATIC = AUTOMATIC_LABELS
 
 
 def label_value(text: object) -> str:

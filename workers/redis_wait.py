@@ -29,12 +29,13 @@ LOG_EVERY_S = 10.0
 
 
 def wait_for_redis(ping: Callable[[], object], url: str, stop: threading.Event,
-                   *, clock: Callable[[], float] = time.monotonic) -> bool:
+                   *, clock: Callable[[], float] = time.monotonic, what: str = "Redis") -> bool:
     """Call ``ping`` until it succeeds (True) or ``stop`` is set (False).
 
     Connection failures and timeouts (Redis down, not yet listening, still loading its
     AOF, DNS or VPN not up yet) are retried; rejected credentials or a missing permission
     raise :class:`ConfigError` with a one-line message naming the redacted ``url``.
+    ``what`` names the server in the logs (the gateway link waits the same way).
     """
     where = redact_url(url)
     started = clock()
@@ -53,18 +54,18 @@ def wait_for_redis(ping: Callable[[], object], url: str, stop: threading.Event,
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             now = clock()
             if logged_at is None:
-                log.warning("waiting for Redis at %s (%s); retrying with backoff",
-                            where, _first_line(exc))
+                log.warning("waiting for %s at %s (%s); retrying with backoff",
+                            what, where, _first_line(exc))
                 logged_at = now
             elif now - logged_at >= LOG_EVERY_S:
-                log.warning("still waiting for Redis at %s after %.0f s (%s)",
-                            where, now - started, _first_line(exc))
+                log.warning("still waiting for %s at %s after %.0f s (%s)",
+                            what, where, now - started, _first_line(exc))
                 logged_at = now
             stop.wait(delay_s)
             delay_s = min(delay_s * 2, MAX_RETRY_S)
             continue
         if logged_at is not None:
-            log.info("Redis at %s answered after %.1f s", where, clock() - started)
+            log.info("%s at %s answered after %.1f s", what, where, clock() - started)
         return True
     return False
 

@@ -1,5 +1,7 @@
 """The worker: wait for Redis, detect and prove the backend, benchmark, register, then
-claim -> run -> upload -> commit until stopped. The same code on every machine.
+claim -> run -> upload -> commit until stopped. The same code on every machine, and in
+both modes: direct (Redis and the store) or through a gateway (``--gateway``: the link of
+:mod:`~nova_queue.workers.link` stands in for both).
 
 The loop reads as named steps (rq's ``work()``): stop at the ``--max-tasks`` budget, claim
 for each app in turn (:meth:`Worker._claim_round`), run what was claimed
@@ -20,7 +22,6 @@ import functools
 import logging
 import signal
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
@@ -28,7 +29,7 @@ from typing import Any
 
 import redis
 
-from nova_queue import __version__, protocol
+from nova_queue import protocol, wake
 from nova_queue.apps.base import AppContext
 from nova_queue.client import NovaClient
 from nova_queue.errors import NovaError, WorkerLostError
@@ -41,6 +42,7 @@ from nova_queue.workers.backend import BackendInfo, detect_backend, device_score
 from nova_queue.workers.claims import Claims
 from nova_queue.workers.execute import Executor, RunOutcome, WorkerShutdown
 from nova_queue.workers.heartbeat import Heartbeat
+from nova_queue.workers.link import GatewayLink, GatewayStore
 from nova_queue.workers.node import Node, load_or_create_node, new_worker_id
 from nova_queue.workers.record import registry_fields
 from nova_queue.workers.redis_wait import wait_for_redis
@@ -52,10 +54,6 @@ log = logging.getLogger(__name__)
 MAX_IDLE_WAIT_S = 2.0
 #: Longest back-off after Redis or the store failed.
 MAX_BACKOFF_S = 30.0
-#: Events that can give a waiting worker something to claim.
-WAKE_EVENTS = frozenset({"enqueued", "requeued"})
-#: While other workers' events stream by, look for a wake event at most this often.
-WAKE_POLL_S = 0.05
 __all__ = ["EXIT_RESTART", "Worker", "WorkerOptions"]  # EXIT_RESTART: for supervisors
 
 
@@ -95,8 +93,12 @@ class Worker:
                  client: NovaClient | None = None, store: ResultStore | None = None):
         self.settings = settings
         self.options = options
-        self.client = client or NovaClient.from_settings(settings)
-        self._store = store
+        #: through a gateway (``--gateway URL``): the link stands in for the client and the
+        #: store, and the worker holds no Redis or store credentials
+        self.gateway = bool(settings.gateway_url) and client is None
+        self.client = client or (GatewayLink(settings) if self.gateway
+                                 else NovaClient.from_settings(settings))
+        self._store = GatewayStore(self.client) if self.gateway else store
         self.stop_event = threading.Event()
         self._in_setup = False
         #: registered at least once: only then is there anything to deregister
@@ -122,14 +124,7 @@ class Worker:
         """Redis, backend, identity, apps, startup benchmark, registration, heartbeat."""
         from nova_queue.stores import open_store
 
-        # Redis and its protocol first: bad credentials or releases fail before minutes of set-up
-        if not wait_for_redis(self.client.redis.ping, self.settings.redis_url,
-                              self.stop_event):
-            raise WorkerShutdown()
-        protocol.check(self.client.redis, self.client.keys)  # register checks it again
-        self.info = detect_backend(self.options.backend)
-        node = load_or_create_node(Path(self.settings.home), self.options.name)
-        self.worker_id = new_worker_id(node)
+        node = self._connect()
         self.name = node.name
         self.store = self._store or open_store(self.settings.resolved_store_url,
                                                public_endpoint=self.settings.s3_public_endpoint)
@@ -155,6 +150,27 @@ class Worker:
         self.heartbeat.start()
         log.info("worker %s (%s) joined: backend %s on %s, apps %s", self.name, self.worker_id,
                  self.info.backend, self.info.device_name, ", ".join(self.apps))
+
+    def _connect(self) -> Node:
+        """Redis (or the gateway) and its protocol first: bad credentials or releases fail
+        before minutes of set-up. Then the backend and this process's worker id: through a
+        gateway, the one it gives the token (with its lease timing)."""
+        if self.gateway:
+            hello = self.client.hello(self.stop_event)
+            if hello is None:
+                raise WorkerShutdown()
+            self.settings = dataclasses.replace(
+                self.settings, lease_ttl_s=hello["lease_ttl_s"],
+                heartbeat_interval_s=hello["heartbeat_interval_s"])
+        else:
+            if not wait_for_redis(self.client.redis.ping, self.settings.redis_url,
+                                  self.stop_event):
+                raise WorkerShutdown()
+            protocol.check(self.client.redis, self.client.keys)  # register checks it again
+        self.info = detect_backend(self.options.backend)
+        node = load_or_create_node(Path(self.settings.home), self.options.name)
+        self.worker_id = hello["worker_id"] if self.gateway else new_worker_id(node)
+        return node
 
     def _app_context(self) -> AppContext:
         """What the apps' runners see of this worker."""
@@ -327,32 +343,17 @@ class Worker:
         self.stop_event.wait(pause)
 
     def _event_mark(self) -> str | None:
-        """The event stream's newest id; None if it cannot be read (e.g. an ACL without
-        XREVRANGE), and the wait below then simply sleeps for the claim's hint."""
-        try:
-            return self.client.last_event_id()
-        except redis.ResponseError:
-            return None
+        """The event stream's newest id (None through a gateway: its claims long-poll)."""
+        return None if self.gateway else wake.event_mark(self.client)
 
     def _wait_for_work(self, after: str | None, wait_s: float) -> None:
         """Sleep up to ``wait_s`` (the claim's hint), but wake as soon as a job is enqueued
-        or a task requeued: the event stream says so (XREAD BLOCK)."""
-        deadline = time.monotonic() + wait_s
-        try:
-            if after is None:  # first wait after work: a job enqueued since the claim waits
-                after = self.client.last_event_id()  # at most wait_s, as without the stream
-            while not self.stop_event.is_set():
-                left_ms = int((deadline - time.monotonic()) * 1000)
-                if left_ms <= 0:
-                    return
-                events = self.client.events(after, count=100, block_ms=left_ms)
-                if any(e.type in WAKE_EVENTS for e in events):
-                    return
-                if events:  # other workers' claims and commits: look again a little later
-                    after = events[-1].id
-                    self.stop_event.wait(min(WAKE_POLL_S, max(0.0, deadline - time.monotonic())))
-        except redis.RedisError:
-            self.stop_event.wait(max(0.0, deadline - time.monotonic()))
+        or a task requeued (:mod:`nova_queue.wake`). Through a gateway the claim waited
+        already (a long poll), and its hint is what is left."""
+        if self.gateway:
+            self.stop_event.wait(wait_s)
+        else:
+            wake.wait_for_work(self.client, after, wait_s, self.stop_event)
 
     def _retry_redis(self, fn) -> None:
         delay = 0.5

@@ -15,6 +15,7 @@ import click
 
 from nova_queue.cli.base import cli
 from nova_queue.cli.demo import demo
+from nova_queue.cli.gateway import gateway, tokens
 from nova_queue.cli.jobs import cancel, enqueue, load_scripts, status, workers
 from nova_queue.cli.model import make_model
 from nova_queue.cli.ops import doctor, purge
@@ -26,7 +27,7 @@ from nova_queue.cli.run import worker
 from nova_queue.cli.web import web
 
 for _command in (enqueue, status, workers, results, cancel, worker, web, post_worker, demo,
-                 make_model, load_scripts, quarantine, purge, doctor, owners):
+                 make_model, load_scripts, quarantine, purge, doctor, owners, gateway, tokens):
     cli.add_command(_command)
 
 

@@ -218,7 +218,8 @@ def workers(ctx: Context, as_json: bool, include_gone: bool) -> None:
             f"  {short(w.name, 20):20} {short(w.state, 7):7} {short(w.backend, 5):5} "
             f"{short(w.device, 28):28} done {w.tasks_done:<5} failed {w.failures:<3} "
             f"bench {_fmt(first.get('bench_s'), 's')} ema {_fmt(first.get('ema_s'), 's')} "
-            f"cold {_fmt(first.get('cold_s'), 's')} [{visible(','.join(w.apps))}]")
+            f"cold {_fmt(first.get('cold_s'), 's')} [{visible(','.join(w.apps))}]"
+            + (f" token {visible(w.token)}" if w.token else ""))
         if w.quarantined:
             click.echo(f"    QUARANTINED: {visible(short(w.quarantine_reason, 160))}")
 

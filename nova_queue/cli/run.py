@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -9,6 +10,7 @@ import click
 
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import parse_pairs
+from nova_queue.errors import InputError
 from nova_queue.placement import parse_labels
 
 
@@ -34,12 +36,22 @@ from nova_queue.placement import parse_labels
                    "Automatic: backend, device, memory_gb, host, fp16, nova, app.<name>.")
 @click.option("--no-benchmark", is_flag=True,
               help="Skip the startup benchmark (the worker explores instead).")
+@click.option("--gateway", "gateway_url", metavar="URL", envvar="NOVA_GATEWAY_URL",
+              help="Join through a gateway (https://HOST) with --token instead of Redis "
+                   "and store credentials (--redis and --store are then not used). "
+                   "Env NOVA_GATEWAY_URL.")
+@click.option("--token", "worker_token", metavar="TOKEN", envvar="NOVA_WORKER_TOKEN",
+              help="The worker's gateway token ('nova-queue tokens create'); prefer the env "
+                   "var NOVA_WORKER_TOKEN (a flag shows in the process list).")
+@click.option("--ca-bundle", "gateway_ca_bundle", metavar="PEM", envvar="NOVA_GATEWAY_CA_BUNDLE",
+              help="CA bundle for the gateway's TLS certificate. Env NOVA_GATEWAY_CA_BUNDLE.")
 @shared_options()
 @pass_ctx
 @handle_errors
 def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, slowdown: float,
            burst: bool, max_tasks: int | None, app_options: tuple[str, ...],
-           labels: tuple[str, ...], no_benchmark: bool) -> None:
+           labels: tuple[str, ...], no_benchmark: bool, gateway_url: str | None,
+           worker_token: str | None, gateway_ca_bundle: str | None) -> None:
     """Detect and prove the backend, benchmark, then claim and run tasks until stopped."""
     # torch reads this when first imported: CPU fallback for ops MPS lacks (Apple Metal)
     os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
@@ -53,9 +65,21 @@ def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, 
         apps=apps, backend=backend, name=name, slowdown=slowdown,
         burst=burst, max_tasks=max_tasks, app_options=parse_pairs(app_options, "-o"),
         labels=custom, benchmark=not no_benchmark)
-    w = Worker(ctx.settings, options)
+    w = Worker(_with_gateway(ctx.settings, gateway_url, worker_token, gateway_ca_bundle),
+               options)
     w.install_signal_handlers()
     sys.exit(w.run())
+
+
+def _with_gateway(settings, url: str | None, token: str | None, ca_bundle: str | None):
+    """``settings`` with the gateway flags (which win over their env vars)."""
+    settings = dataclasses.replace(
+        settings, gateway_url=url or settings.gateway_url,
+        worker_token=token or settings.worker_token,
+        gateway_ca_bundle=ca_bundle or settings.gateway_ca_bundle)
+    if settings.worker_token and not settings.gateway_url:
+        raise InputError("--token (NOVA_WORKER_TOKEN) is for a gateway: add --gateway URL")
+    return settings
 
 
 def default_apps() -> tuple[str, ...]:

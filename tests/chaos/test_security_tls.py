@@ -4,44 +4,21 @@ CA, or without TLS, are refused."""
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 import time
 import urllib.parse
-from pathlib import Path
 
 import pytest
 import redis
 from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
 from novatests.chaos.history import check
+from novatests.tls import make_certs
 
 from nova_queue import TaskSpec
 from nova_queue.local import free_port, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def make_certs(folder: Path) -> dict[str, Path]:
-    """A CA and a server certificate for 127.0.0.1 / localhost signed by it."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl CLI not found")
-    p = {name: folder / name for name in ("ca.key", "ca.crt", "server.key", "server.csr",
-                                          "server.crt", "san.cnf")}
-    p["san.cnf"].write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-
-    def run(*args: str) -> None:
-        subprocess.run([openssl, *args], check=True, capture_output=True, timeout=60)
-
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-        "/CN=nova test CA", "-keyout", str(p["ca.key"]), "-out", str(p["ca.crt"]))
-    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
-        "-keyout", str(p["server.key"]), "-out", str(p["server.csr"]))
-    run("x509", "-req", "-in", str(p["server.csr"]), "-CA", str(p["ca.crt"]), "-CAkey",
-        str(p["ca.key"]), "-CAcreateserial", "-days", "2", "-extfile", str(p["san.cnf"]),
-        "-out", str(p["server.crt"]))
-    return p
 
 
 @pytest.fixture

@@ -41,6 +41,9 @@ BUILT = {
     "nova:{ns}:events": K.events(),
     "nova:{ns}:web:session:<digest>": K.web_session("D"),
     "nova:{ns}:web:fails:<client>": K.web_unlock_fails("C"),
+    "nova:{ns}:tokens": K.tokens(),
+    "nova:{ns}:token:<digest>": K.token("D"),
+    "nova:{ns}:gw:rate:<digest>:<window>": K.gateway_rate("D", 9),
 }
 
 
@@ -56,7 +59,8 @@ def test_key_strings_match_their_templates():
     for template, built in BUILT.items():
         expected = (template.replace("{ns}", "{ns1}").replace("<job>", "J")
                     .replace("<index>", "7").replace("<app>", "A").replace("<wid>", "W")
-                    .replace("<digest>", "D").replace("<client>", "C").replace("<owner>", "O"))
+                    .replace("<digest>", "D").replace("<client>", "C").replace("<owner>", "O")
+                    .replace("<window>", "9"))
         assert built == expected
 
 

@@ -145,7 +145,8 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     # every target, as the report computes it, is in the document's table
     monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
     targets = _load("report").targets(res)
-    assert len(targets) == 17  # the saved run predates gray failures, placement and the soak
+    # the saved run predates gray failures, placement, the gateway and the soak
+    assert len(targets) == 19
     assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]  # not run
     assert [t["met"] for t in targets if t["target"].startswith("soak")] == [None]
     for t in targets:

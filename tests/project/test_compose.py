@@ -27,7 +27,7 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 #: the override that opens Redis and the store to workers on other machines
 MANY_MACHINES = ROOT / "docker-compose.many-machines.yml"
 DOCKERFILES = {kind: ROOT / "workers" / f"Dockerfile.{kind}" for kind in ("cpu", "cuda", "rocm")}
-NOVA_SERVICES = {"web", "worker-cpu", "post-worker", "worker-cuda", "worker-rocm"}
+NOVA_SERVICES = {"web", "gateway", "worker-cpu", "post-worker", "worker-cuda", "worker-rocm"}
 COMPOSE_ENV = {"NOVA_REDIS_PASSWORD": "test-redis-pw", "AWS_ACCESS_KEY_ID": "nova-test",
                "AWS_SECRET_ACCESS_KEY": "test-secret-123"}
 SECRETS = tuple(COMPOSE_ENV)
@@ -169,7 +169,8 @@ def service_argv(service: dict[str, Any]) -> list[str]:
 def test_compose_commands_use_flags_the_cli_accepts(services, name):
     argv = service_argv(services[name])
     sub = check_cli(argv)
-    assert sub.info_name == {"web": "web", "post-worker": "post-worker"}.get(name, "worker")
+    assert sub.info_name == {"web": "web", "post-worker": "post-worker",
+                             "gateway": "gateway"}.get(name, "worker")
     if name == "web":
         assert sub.params["host"] == "0.0.0.0" and sub.params["port"] == 8000
 
@@ -296,6 +297,7 @@ def test_bare_compose_needs_no_env_and_publishes_nothing_beyond_localhost():
     resolved = yaml.safe_load(proc.stdout)["services"]
     ports = {name: published(svc) for name, svc in resolved.items()}
     assert ports.pop("web") == [("127.0.0.1", 8000)]
+    assert ports.pop("gateway") == [("127.0.0.1", 8700)]  # behind a local TLS proxy
     assert all(not p for p in ports.values()), ports  # Redis and MinIO stay inside
     # the services agree on the local-only credentials
     password = resolved["redis"]["environment"]["REDISCLI_AUTH"]

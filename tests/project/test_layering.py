@@ -40,7 +40,8 @@ class Layer:
 LAYERS: dict[str, Layer] = {
     "core": Layer(("nova_queue",), ("core",),
                   (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "boto3", "rq", "PIL", "click",
-                   "nova_queue.post", "nova_queue.workers", "nova_queue.web", "nova_queue.cli")),
+                   "nova_queue.post", "nova_queue.workers", "nova_queue.web", "nova_queue.cli",
+                   "nova_queue.gateway")),
     "post": Layer(("nova_queue.post",), ("core", "post"),
                   (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "click", "nova_queue.workers",
                    "nova_queue.web", "nova_queue.cli")),
@@ -60,12 +61,16 @@ LAYERS: dict[str, Layer] = {
     "web": Layer(("nova_queue.web",), ("core", "web"),
                  (*HEAVY, *DEMO_LIBS, "rq", "PIL", "nova_queue.post", "nova_queue.workers",
                   "nova_queue.cli")),
+    # the gateway: the worker protocol over HTTP, served by the web layer's server
+    "gateway": Layer(("nova_queue.gateway",), ("core", "web", "gateway"),
+                     (*HEAVY, *DEMO_LIBS, "rq", "PIL", "nova_queue.post", "nova_queue.workers",
+                      "nova_queue.cli")),
     # CLI and demo on top: they may import every layer, but only inside the command that
     # runs it, so `nova-queue --help` loads none of them
     "cli": Layer(("nova_queue.cli", "nova_queue.__main__"),
-                 ("core", "post", "worker", "runners", "web", "cli"),
+                 ("core", "post", "worker", "runners", "web", "gateway", "cli"),
                  (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "boto3", "rq", "PIL", "nova_queue.post",
-                  "nova_queue.workers", "nova_queue.web")),
+                  "nova_queue.workers", "nova_queue.web", "nova_queue.gateway")),
 }
 
 

@@ -40,6 +40,13 @@ SCENARIOS = {
     21: "an app stuck in native code after its task was abandoned (exit 75 for a restart)",
     22: "a worker restarted with other labels between claims (a job requires the old ones)",
     23: "an owner's share changes in the middle of a job (fair share)",
+    24: "gateway mode: worker kill -9 mid-task, replacements join",
+    25: "gateway mode: a worker frozen (SIGSTOP) past its TTL, then resumed",
+    26: "gateway mode: the gateway killed (-9) mid-job and restarted",
+    27: "gateway mode: two gateways serve one pool, one killed for good",
+    28: "gateway mode: a worker's token revoked mid-job",
+    29: "gateway mode: a forged completion and failure for another worker's lease",
+    30: "gateway mode: an upload to another attempt's result key",
 }
 
 

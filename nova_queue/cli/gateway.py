@@ -1,0 +1,117 @@
+"""``nova-queue tokens`` (create, list, revoke) and ``nova-queue gateway``: workers on
+machines you do not control join through the gateway with a token instead of Redis and
+store credentials (``nova_queue/gateway``, ``nova_queue/tokens.py``)."""
+
+from __future__ import annotations
+
+import datetime
+
+import click
+
+from nova_queue.cli.base import Context, fail, handle_errors, pass_ctx, shared_options
+from nova_queue.cli.text import safe_json, visible
+from nova_queue.errors import InputError
+from nova_queue.placement import parse_labels
+
+_GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
+                         "prometheus_client")
+
+
+@click.command()
+@click.argument("action", type=click.Choice(["create", "list", "revoke"]))
+@click.argument("name", required=False)
+@click.option("--app", "apps", multiple=True, metavar="NAME",
+              help="create: an app the token's worker may serve, repeatable.  [default: any]")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
+              help="create: a label the worker gets (and may claim to have), repeatable; it "
+                   "overrides what the worker reports (e.g. --label backend=cuda).")
+@click.option("--json", "as_json", is_flag=True, help="list: one JSON array.")
+@shared_options()
+@pass_ctx
+@handle_errors
+def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
+           labels: tuple[str, ...], as_json: bool) -> None:
+    """Gateway worker tokens: 'create NAME' makes one and prints it (only then: Redis keeps
+    its SHA-256 only); 'list' shows name, apps, labels, created, last used and the worker
+    using it; 'revoke NAME' refuses its next request and puts its worker's leases back in
+    the queue now.
+    """
+    from nova_queue import tokens as token_store
+
+    client = ctx.client()
+    if action == "list":
+        _list(token_store.list_tokens(client), as_json)
+        return
+    if not name:
+        raise InputError(f"tokens {action} needs a NAME")
+    if action == "create":
+        token = token_store.create(client, name, apps=apps, labels=parse_labels(labels))
+        click.echo(token)
+        click.echo(f"token {name!r} created; give it to the worker as NOVA_WORKER_TOKEN (it "
+                   "is not shown again)", err=True)
+        return
+    worker, released = token_store.revoke(client, name)
+    click.echo(f"revoked token {name!r}" + (f"; worker {worker} deregistered, {released} "
+                                            "lease(s) back in the queue" if worker else ""))
+
+
+def _list(found, as_json: bool) -> None:
+    if as_json:
+        click.echo(safe_json([t.to_json() for t in found]))
+        return
+    if not found:
+        click.echo("no tokens")
+    for t in found:
+        labels = ",".join(f"{k}={v}" for k, v in t.labels.items()) or "-"
+        click.echo(f"{visible(t.name):24} apps {visible(','.join(t.apps) or 'any'):16} "
+                   f"labels {visible(labels):24} created {_when(t.created_ms)} "
+                   f"used {_when(t.last_used_ms)} worker {visible(t.worker or '-')}")
+
+
+def _when(ms: int | None) -> str:
+    if not ms:
+        return "never"
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M")
+
+
+@click.command()
+@click.option("--bind", envvar="NOVA_GATEWAY_BIND", default="127.0.0.1:8700",
+              show_default=True, metavar="HOST:PORT",
+              help="Address to listen on (port 0: any free one); put a TLS reverse proxy in "
+                   "front of it. Env NOVA_GATEWAY_BIND.")
+@shared_options()
+@pass_ctx
+@handle_errors
+def gateway(ctx: Context, bind: str) -> None:
+    """Serve the worker protocol over HTTP for workers with a token (no Redis or store
+    credentials on their machines)."""
+    host, port = _host_port(bind)
+    try:
+        from nova_queue.gateway import serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in _GATEWAY_DEPENDENCIES:
+            fail(f"the gateway needs Flask: pip install 'nova-queue[web]' ({exc.name} is "
+                 "missing)")
+        raise
+    shown = f"[{host}]" if ":" in host else host
+
+    def ready(bound: int) -> None:
+        click.echo(f"nova-queue gateway on http://{shown}:{bound}/v1 (namespace "
+                   f"{ctx.settings.namespace}); Ctrl-C to stop", err=True)
+
+    ctx.client()  # refuse a namespace of another protocol before listening
+    try:
+        serve(ctx.settings, host, port, on_ready=ready)
+    except OSError as exc:
+        fail(f"cannot listen on {bind}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        pass
+
+
+def _host_port(bind: str) -> tuple[str, int]:
+    host, sep, port = bind.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
+        raise click.BadParameter(f"{bind!r}: expected HOST:PORT (e.g. 0.0.0.0:8700)",
+                                 param_hint="--bind")
+    return host.strip("[]"), int(port)

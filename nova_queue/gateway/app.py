@@ -1,0 +1,142 @@
+"""The gateway's app factory, its error answers, and the server ``nova-queue gateway`` runs.
+
+The gateway holds the Redis and result-store credentials and exposes only the worker
+protocol (``routes.py``) as JSON over HTTP: a worker needs its token and outbound HTTPS,
+nothing else. It keeps no state between requests (tokens, worker ids, leases and rate
+counts all live in Redis), so several gateways can serve one pool side by side and any of
+them can be restarted at any time. Serve it behind a TLS reverse proxy; it runs on the
+threaded werkzeug server ``nova-queue web`` uses (a claim's long poll holds a thread for
+up to 10 s), or under gunicorn with ``--worker-class gthread``.
+
+Every error is ``{"error": message, "kind": kind}`` with the status the worker's link
+(``nova_queue.workers.link``) turns back into the exception the direct worker sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from flask import Flask, jsonify
+from werkzeug.exceptions import HTTPException
+
+from nova_queue import errors
+from nova_queue.client import NovaClient
+from nova_queue.gateway import routes
+from nova_queue.gateway.auth import RateLimited
+from nova_queue.settings import Settings
+from nova_queue.stores import ResultStore, open_store
+
+log = logging.getLogger(__name__)
+
+#: Form fields (the commit, metadata) a commit may add to its result's bytes.
+UPLOAD_OVERHEAD_BYTES = 64 * 1024
+
+#: exception -> (HTTP status, kind); the first match in this order wins
+_ANSWERS: tuple[tuple[type[Exception], int, str], ...] = (
+    (errors.TokenError, 401, "token"),
+    (errors.AccessDeniedError, 403, "denied"),
+    (errors.StaleResultError, 403, "stale"),
+    (errors.WorkerLostError, 409, "worker_lost"),
+    (errors.ProtocolMismatchError, 409, "protocol"),
+    (errors.ConfigError, 409, "protocol"),
+    (errors.ResultTooLargeError, 413, "too_large"),
+    (errors.ObjectExistsError, 409, "exists"),
+    (errors.StoreError, 503, "store"),
+    (errors.TaskNotFoundError, 404, "not_found"),
+    (errors.JobNotFoundError, 404, "not_found"),
+    (errors.InputError, 400, "input"),
+    (errors.NovaError, 400, "input"),
+)
+
+
+@dataclasses.dataclass
+class GatewayState:
+    """What every request uses: settings, the NovaClient and the result store."""
+
+    settings: Settings
+    client: NovaClient
+    store: ResultStore
+
+    def close(self) -> None:
+        self.client.close()
+        self.store.close()
+
+
+def create_app(test_config: dict[str, Any] | None = None, *, settings: Settings | None = None,
+               client: NovaClient | None = None, store: ResultStore | None = None) -> Flask:
+    """Build the gateway app; ``test_config`` overrides Flask config keys."""
+    settings = settings or Settings.from_env()
+    app = Flask(__name__)
+    app.config.from_mapping(
+        MAX_CONTENT_LENGTH=settings.gateway_max_result_bytes + UPLOAD_OVERHEAD_BYTES,
+        NOVA_SETTINGS=settings)
+    if test_config:
+        app.config.from_mapping(test_config)
+    client = client or NovaClient.from_settings(settings)
+    store = store or open_store(settings.resolved_store_url)
+    app.extensions["nova_gateway"] = GatewayState(settings, client, store)
+    app.register_blueprint(routes.bp)
+    _register_errors(app)
+    return app
+
+
+def _register_errors(app: Flask) -> None:
+    @app.errorhandler(RateLimited)
+    def rate_limited(exc: RateLimited) -> Any:
+        resp = jsonify({"error": str(exc), "kind": "rate"})
+        resp.headers["Retry-After"] = str(exc.retry_after_s)
+        return resp, 429
+
+    @app.errorhandler(errors.NovaError)
+    def nova_error(exc: errors.NovaError) -> Any:
+        for kind_of, status, kind in _ANSWERS:
+            if isinstance(exc, kind_of):
+                break
+        body: dict[str, Any] = {"error": str(exc), "kind": kind}
+        if isinstance(exc, errors.StaleResultError):
+            body.update(error=exc.reason, task_id=exc.task_id)
+        if status >= 500:
+            log.warning("%s: %s", kind, exc)
+        return jsonify(body), status
+
+    @app.errorhandler(redis.RedisError)
+    def redis_error(exc: redis.RedisError) -> Any:
+        log.warning("Redis error: %s", exc)
+        return jsonify({"error": "Redis is unreachable from the gateway", "kind": "unavailable"}), 503
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Any:
+        code = exc.code or 500
+        message = exc.description or exc.name
+        if code == 413:
+            limit = app.config["NOVA_SETTINGS"].gateway_max_result_bytes
+            message = f"the result is larger than the gateway accepts ({limit} bytes)"
+        return jsonify({"error": message, "kind": "too_large" if code == 413 else "http"}), code
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8700, *,
+          on_ready: Callable[[int], None] | None = None) -> None:
+    """Serve until interrupted, on the server ``nova-queue web`` uses; ``on_ready`` gets the
+    bound port (useful with port 0)."""
+    from nova_queue.web.app import make_web_server
+
+    app = create_app(settings=settings)
+    state = app.extensions["nova_gateway"]
+    try:
+        from nova_queue import protocol
+
+        protocol.check(state.client.redis, state.client.keys)
+    except redis.RedisError as exc:  # Redis not up yet: each request answers 503 meanwhile
+        log.warning("cannot check the namespace's protocol version yet: %s", exc)
+    server = make_web_server(settings, host, port, app)
+    if on_ready is not None:
+        on_ready(server.port)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        state.close()

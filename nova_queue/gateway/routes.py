@@ -1,0 +1,250 @@
+"""The worker protocol over HTTP: ``POST /v1/<call>`` with a JSON body, each call one of the
+direct worker's (``nova_queue.worker_calls``) made as the token's worker.
+
+The gateway, not the worker, decides who is calling: ``hello`` gives the token's process a
+worker id (``<token name>.<12 hex>``; the token's previous process is deregistered, its
+leases released), and every later call acts as that id, so a lease of another worker fails
+the scripts' own fence (403, ``stale_rejected`` in the event stream). A token's apps limit
+what its worker may register and claim; its labels are pinned onto the worker's, and a
+custom label the token does not grant is refused: requirements are checked against labels
+the pool's owner vouched for. ``claim`` long-polls: with nothing to claim it waits, as the
+direct worker does (:mod:`nova_queue.wake`), up to ``wait_ms`` (at most 10 s), and claims
+again when work arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify, request
+
+from nova_queue import errors, protocol, wake, wire
+from nova_queue.gateway import results
+from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
+from nova_queue.limits import MAX_CLAIM_K
+from nova_queue.models import ClaimResult
+from nova_queue.placement import AUTOMATIC_LABELS, labels_from_json
+
+bp = Blueprint("gateway", __name__, url_prefix="/v1")
+
+#: Longest wait of a long-polled claim.
+MAX_CLAIM_WAIT_MS = 10_000
+#: Labels every worker reports about itself (and ``app.<name>``); any other label of a
+#: worker behind a gateway must be one its token grants.
+SELF_REPORTED = frozenset(AUTOMATIC_LABELS)
+FAIL_KINDS = ("error", "oom", "shutdown", "infra")
+
+
+def _state():
+    return current_app.extensions["nova_gateway"]
+
+
+def _body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise errors.InputError("expected a JSON object")
+    return body
+
+
+def _ids(raw: object) -> list[str]:
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_CLAIM_K:
+        raise errors.InputError(f"attempt_ids: a list of 1 to {MAX_CLAIM_K} ids")
+    return [str(x) for x in raw]
+
+
+def _app(caller: Caller, app: object) -> str:
+    """``app`` if this worker registered it (and so its token allows it), else 403."""
+    if not isinstance(app, str) or app not in caller.token.registered:
+        raise errors.AccessDeniedError(f"app {app!r} is not one this worker registered")
+    return app
+
+
+@bp.post("/hello")
+def hello() -> Any:
+    """Check the worker's protocol and give its process a worker id."""
+    caller = authenticate(need_worker=False)
+    theirs = _body().get("protocol")
+    state = _state()
+    if theirs != protocol.PROTOCOL:
+        raise errors.ConfigError(f"this worker speaks protocol {theirs!r} but the gateway "
+                                 f"speaks protocol {protocol.PROTOCOL}: run one release on both")
+    protocol.check(state.client.redis, state.client.keys)
+    worker_id = f"{caller.token.name}.{secrets.token_hex(6)}"
+    key = state.client.keys.token(caller.token.digest)
+    if not set_if_exists(state.client.redis, key, {"worker": worker_id, "registered": ""}):
+        raise errors.TokenError("unknown or revoked worker token")
+    if caller.token.worker:  # the token's previous process: its leases go back now
+        state.client.deregister_worker(caller.token.worker)
+    st = state.settings
+    return jsonify({"worker_id": worker_id, "protocol": protocol.PROTOCOL,
+                    "lease_ttl_s": st.lease_ttl_s, "heartbeat_interval_s": st.heartbeat_interval_s,
+                    "max_result_bytes": st.gateway_max_result_bytes})
+
+
+@bp.post("/register")
+def register() -> Any:
+    """Join (or re-join) the fleet with the token's apps and labels."""
+    caller = authenticate()
+    body, state = _body(), _state()
+    apps, fields, bench = body.get("apps"), body.get("fields"), body.get("bench", {})
+    if (not isinstance(apps, list) or not apps or not isinstance(fields, dict)
+            or not isinstance(bench, dict)
+            or not all(isinstance(b, dict) for b in bench.values())):
+        raise errors.InputError("register: needs apps (a list), fields (an object) and "
+                                "bench (an object of objects)")
+    for app in apps:
+        if not caller.token.allows_app(str(app)):
+            raise errors.AccessDeniedError(f"token {caller.token.name!r} does not allow app "
+                                           f"{app!r}")
+    fields = {**fields, "labels": json.dumps(_pinned_labels(caller, fields.get("labels")),
+                                             sort_keys=True), "token": caller.token.name}
+    rejoined = state.client.register_worker(caller.worker_id, fields, [str(a) for a in apps],
+                                            bench)
+    set_if_exists(state.client.redis, state.client.keys.token(caller.token.digest),
+                  {"registered": ",".join(str(a) for a in apps)})
+    return jsonify({"rejoined": rejoined})
+
+
+def _pinned_labels(caller: Caller, raw: object) -> dict[str, str]:
+    """The worker's labels: what it reports about itself, then the token's; a custom label
+    the token does not grant, or a report of its own that contradicts one the token pins
+    (the token says ``backend=cuda``, the worker ``cpu``), is refused."""
+    labels = labels_from_json(raw if isinstance(raw, str) else json.dumps(raw or {}))
+    granted = caller.token.labels
+    for key, value in labels.items():
+        own = key in SELF_REPORTED or key.startswith("app.")
+        if granted.get(key, value if own else None) != value:
+            raise errors.AccessDeniedError(f"label {key}={value} is not granted by token "
+                                           f"{caller.token.name!r}")
+    return {**labels, **granted}
+
+
+@bp.post("/claim")
+def claim() -> Any:
+    """Lease up to ``len(attempt_ids)`` tasks; with nothing to claim, wait for work."""
+    caller = authenticate()
+    body, state = _body(), _state()
+    app, ids = _app(caller, body.get("app")), _ids(body.get("attempt_ids"))
+    try:
+        wait_ms = max(0, min(int(body.get("wait_ms") or 0), MAX_CLAIM_WAIT_MS))
+    except (TypeError, ValueError):
+        raise errors.InputError("claim: wait_ms must be a number") from None
+    mark = wake.event_mark(state.client) if wait_ms else None
+    res = state.client.claim(caller.worker_id, app, len(ids), attempt_ids=ids)
+    if res.status in ("wait", "empty") and wait_ms:
+        wake.wait_for_work(state.client, mark, min(res.retry_after_s, wait_ms / 1000))
+        res = state.client.claim(caller.worker_id, app, len(ids), attempt_ids=ids)
+        if res.status in ("wait", "empty"):  # waited its hint here: ask again at once
+            res = ClaimResult(res.status, [], 0.0, res.now_ms, res.reason)
+    return jsonify(wire.claim_to_json(res))
+
+
+@bp.post("/renew")
+def renew() -> Any:
+    """Heartbeat: extend the leases listed (``[[task_id, lease_gen, attempt_id], ...]``)."""
+    caller = authenticate()
+    raw = _body().get("leases")
+    if not isinstance(raw, list):
+        raise errors.InputError("renew: leases must be a list")
+    leases = [wire.fenced_lease({"task_id": x[0], "lease_gen": x[1], "attempt_id": x[2],
+                                 "app": ""}) for x in raw if isinstance(x, list) and len(x) == 3]
+    if len(leases) != len(raw):
+        raise errors.InputError("renew: each lease is [task_id, lease_gen, attempt_id]")
+    return jsonify(wire.renew_to_json(_state().client.renew(caller.worker_id, leases)))
+
+
+@bp.post("/complete")
+def complete() -> Any:
+    """Commit a result, sent with the commit (multipart: the commit's JSON in the field
+    ``commit``, the result in the file ``data`` with ``content_type`` and ``metadata``),
+    and claim the next tasks with ``next``. The result is written first if this worker
+    holds the lease; if not, the commit script's fence refuses (403) and counts it."""
+    caller = authenticate()
+    state = _state()
+    body = _form_commit()
+    lease = wire.fenced_lease(body.get("lease"))
+    _app(caller, lease.app)
+    key = results.lease_key(lease, body.get("key"))
+    held = results.holds(state, caller, lease)
+    if held:
+        results.store_upload(state, caller, lease, key)
+    try:
+        done, claimed = _commit(caller, lease, key, body)
+    except errors.StaleResultError:
+        if held:
+            results.delete_orphan(state, caller, key)
+        raise
+    if not held:  # it was claimed between the check and the script: write it now
+        results.store_upload(state, caller, lease, key)
+    return jsonify({"job_finished": done.job_finished, "replayed": done.replayed,
+                    "claimed": wire.claim_to_json(claimed) if claimed is not None else None})
+
+
+def _commit(caller: Caller, lease, key: str, body: dict[str, Any]):
+    """complete, or complete_and_claim with ``next``: (CompleteResult, ClaimResult|None)."""
+    try:
+        run_s, warm = float(body.get("run_s", 0.0)), bool(body.get("warm"))
+    except (TypeError, ValueError):
+        raise errors.InputError("complete: run_s must be a number") from None
+    meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
+    nxt, client = body.get("next"), _state().client
+    if isinstance(nxt, dict):
+        return client.complete_and_claim(
+            caller.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta,
+            app=_app(caller, nxt.get("app")), attempt_ids=_ids(nxt.get("attempt_ids")))
+    return client.complete(caller.worker_id, lease, key, run_s=run_s, warm=warm,
+                           meta=meta), None
+
+
+def _form_commit() -> dict[str, Any]:
+    if request.mimetype != "multipart/form-data":
+        raise errors.InputError("complete: send the result with the commit "
+                                "(multipart/form-data: 'commit', 'data')")
+    try:
+        body = json.loads(request.form.get("commit", ""))
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise errors.InputError("complete: the field 'commit' must be a JSON object")
+    return body
+
+
+@bp.post("/fail")
+def fail() -> Any:
+    """Report a failed run of a lease this worker holds."""
+    caller = authenticate()
+    body = _body()
+    lease = wire.fenced_lease(body.get("lease"))
+    _app(caller, lease.app)
+    kind = body.get("kind")
+    if kind not in FAIL_KINDS:
+        raise errors.InputError(f"fail: kind must be one of {', '.join(FAIL_KINDS)}")
+    try:
+        batch = int(body.get("batch") or 1)
+    except (TypeError, ValueError):
+        raise errors.InputError("fail: batch must be a number") from None
+    res = _state().client.fail(caller.worker_id, lease, kind, str(body.get("message", "")),
+                               batch=batch)
+    return jsonify({"requeued": res.requeued, "state": res.state})
+
+
+@bp.post("/loaded")
+def loaded() -> Any:
+    """The worker holds ``model`` of ``app`` warm now."""
+    caller = authenticate()
+    body = _body()
+    app, model = _app(caller, body.get("app")), str(body.get("model", ""))[:256]
+    try:
+        load_s = float(body.get("load_s", 0.0))
+    except (TypeError, ValueError):
+        raise errors.InputError("loaded: load_s must be a number") from None
+    return jsonify({"loads": _state().client.note_loaded(caller.worker_id, app, model, load_s)})
+
+
+@bp.post("/deregister")
+def deregister() -> Any:
+    """Leave the fleet; leases still held return to pending."""
+    caller = authenticate()
+    return jsonify({"released": _state().client.deregister_worker(caller.worker_id)})

@@ -1,0 +1,69 @@
+"""Fixtures of the gateway tests: settings, a file store, the gateway app and its test
+client, tokens, and a gateway served in this process (helpers for real processes are in
+``novatests.gateway``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nova_queue import Settings, tokens
+from nova_queue.client import NovaClient
+from nova_queue.gateway import create_app
+from nova_queue.web.app import make_web_server
+
+
+@pytest.fixture
+def gw_settings(redis_url: str, namespace: str, tmp_path: Path) -> Settings:
+    """The gateway's settings: the test's namespace, a file store, short leases."""
+    return Settings(redis_url=redis_url, namespace=namespace,
+                    store_url=(tmp_path / "store").as_uri(), lease_ttl_s=4.0,
+                    heartbeat_interval_s=0.5, gateway_rate_per_min=10_000)
+
+
+@pytest.fixture
+def admin(gw_settings: Settings) -> Iterator[NovaClient]:
+    """A NovaClient in the gateway's namespace (the pool owner's side)."""
+    client = NovaClient.from_settings(gw_settings)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def gw_app(gw_settings: Settings):
+    """The gateway app (testing mode)."""
+    app = create_app({"TESTING": True}, settings=gw_settings)
+    yield app
+    app.extensions["nova_gateway"].close()
+
+
+@pytest.fixture
+def gw(gw_app):
+    """The gateway app's test client."""
+    return gw_app.test_client()
+
+
+@pytest.fixture
+def make_token(admin: NovaClient):
+    """``make_token(name, apps=(), labels=None)``: create a token, return it."""
+
+    def make(name: str = "w1", apps=(), labels=None) -> str:
+        return tokens.create(admin, name, apps=apps, labels=labels)
+
+    return make
+
+
+@pytest.fixture
+def live_gateway(gw_app) -> Iterator[str]:
+    """The gateway served on a free port in a thread of this process; its URL."""
+    settings = gw_app.config["NOVA_SETTINGS"]
+    server = make_web_server(settings, "127.0.0.1", 0, gw_app)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.port}"
+    server.shutdown()
+    thread.join(10)
+    server.server_close()

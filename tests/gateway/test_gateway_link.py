@@ -1,0 +1,91 @@
+"""The worker's link to a gateway: TLS verified against a private CA, errors turned back
+into the direct worker's (401, unreachable), and a real worker over a slow link (round
+trips over 1 s)."""
+
+from __future__ import annotations
+
+import dataclasses
+import ssl
+import threading
+import time
+
+import pytest
+import redis
+from novatests.gateway import DelayProxy, gateway_worker
+from novatests.tls import make_certs
+from werkzeug.serving import make_server
+
+from nova_queue import Settings, TaskSpec, errors, tokens
+from nova_queue.local import free_port
+from nova_queue.workers.link import GatewayLink, GatewayUnreachable
+
+
+def link(url: str, token: str, **extra) -> GatewayLink:
+    return GatewayLink(Settings(gateway_url=url, worker_token=token, **extra))
+
+
+def test_the_link_checks_tls_against_the_ca_it_is_given(gw_app, make_token, tmp_path):
+    certs = make_certs(tmp_path)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(certs["server.crt"], certs["server.key"])
+    server = make_server("127.0.0.1", 0, gw_app, threaded=True, ssl_context=ctx)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    token = make_token("tls")
+    url = f"https://127.0.0.1:{server.port}"
+    try:
+        hello = link(url, token, gateway_ca_bundle=str(certs["ca.crt"])).hello(threading.Event())
+        assert hello is not None and hello["worker_id"].startswith("tls.")
+        with pytest.raises(errors.ConfigError, match="TLS check"):
+            link(url, token).hello(threading.Event())  # the system CAs do not know it
+    finally:
+        server.shutdown()
+        thread.join(10)
+        server.server_close()
+
+
+def test_link_errors_mean_what_they_mean_to_a_direct_worker(live_gateway, make_token):
+    with pytest.raises(errors.TokenError, match="unknown or revoked"):
+        link(live_gateway, "wrong").hello(threading.Event())
+    dead = link(f"http://127.0.0.1:{free_port()}", "t")
+    started = time.monotonic()
+    with pytest.raises(GatewayUnreachable) as info:
+        dead.renew("w", [])
+    assert isinstance(info.value, redis.ConnectionError)  # the runtime's retry paths apply
+    assert time.monotonic() - started < 10
+    with pytest.raises(errors.ConfigError, match="NOVA_WORKER_TOKEN"):
+        link(live_gateway, "")
+    with pytest.raises(errors.ConfigError, match="https://"):
+        link("ftp://x", "t")
+
+
+@pytest.mark.slow
+def test_a_worker_over_a_slow_link(gw_settings, admin, tmp_path, namespace):
+    """Round trips of 1.2 s (0.6 s each way): heartbeats every 2 s and 10 s leases hold,
+    the job finishes with no lease lost."""
+    from nova_queue.gateway import create_app
+    from nova_queue.web.app import make_web_server
+
+    settings = dataclasses.replace(gw_settings, lease_ttl_s=10.0, heartbeat_interval_s=2.0)
+    app = create_app(settings=settings)
+    server = make_web_server(settings, "127.0.0.1", 0, app)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    proxy = DelayProxy(server.port, 0.6)
+    token = tokens.create(admin, "far")
+    job = admin.enqueue("synthetic", [TaskSpec(f"far {i}", 0.5) for i in range(2)],
+                        params={"seconds": 0.5, "size": 64})
+    w = gateway_worker(proxy.url, token, namespace, tmp_path / "far", "--app", "synthetic",
+                       "--no-benchmark", "--burst", name="far")
+    try:
+        assert w.wait(180) == 0, w.output()
+        st = admin.job(job)
+        assert st.state == "done" and all(t.lease_gen == 1 for t in st.tasks), w.output()
+        assert not any(e.type == "requeued" for e in admin.events(count=1000))
+    finally:
+        w.close()
+        proxy.close()
+        server.shutdown()
+        thread.join(10)
+        server.server_close()
+        app.extensions["nova_gateway"].close()
