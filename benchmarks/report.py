@@ -391,7 +391,7 @@ def markdown(res: dict[str, Any]) -> str:
             "python benchmarks/claim_instructions.py                   # instructions per claim (callgrind)",
             "```", "", rerun, ""]
     for key, fn in (("scheduling", _scheduling), ("throughput", _throughput), ("scale", _scale),
-                    ("recovery", _recovery), ("placement", report_placement.section)):
+                    ("recovery", _recovery)):  # placement, gateway, soak: kept blocks
         if key in res:
             out += fn(res[key])
     out += _where_time_goes(res)

@@ -1,7 +1,12 @@
-"""The placement section of ``docs/BENCHMARKS.md`` and its targets (benchmarks/placement.py)."""
+"""The placement section of ``docs/BENCHMARKS.md`` and its targets (benchmarks/placement.py).
+
+The section is a kept block (``<!-- keep:placement -->``), like the gateway's and the soak's:
+``benchmarks/run.py --only placement --docs docs`` rewrites it without a full run, and a later
+run without placement keeps it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 NA = "—"
@@ -68,3 +73,22 @@ def section(p: dict[str, Any]) -> list[str]:
                     f"{p['fair_over_scan']:.2f} (medians of the repeats' ratios)."
                     if "plain_claim_us" in p else "")), ""]
     return out
+
+
+def write_doc(p: dict[str, Any], machine: dict[str, Any], folder: Path) -> None:
+    """The placement block of ``folder/BENCHMARKS.md``: the section, then its targets."""
+    import report
+    from docsection import put_block
+
+    rows = [[name, NA if measured is None else str(measured),
+             NA if met is None else ("**met**" if met else "**missed**")]
+            for name, measured, met in targets(p)]
+    when = (f"Measured by `python benchmarks/run.py --only placement --docs docs` (or a full "
+            f"run) on {machine.get('date', NA)}; 1-minute load average "
+            f"{machine.get('load_avg_start', NA)} at the start of the run, on "
+            f"{machine.get('cores', NA)} cores.")
+    lines = section(p)
+    lines[1:1] = ["", when]
+    lines += ["Targets of this section:", "", *report._table(["target", "measured", "met"], rows)]
+    folder.mkdir(parents=True, exist_ok=True)
+    put_block(folder / "BENCHMARKS.md", "placement", "\n".join(lines))

@@ -23,6 +23,8 @@ if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewh
     sys.path.insert(0, str(HERE))
 
 SECTIONS = ("scheduling", "throughput", "scale", "recovery", "placement", "gateway", "soak")
+#: Sections with a kept block of their own in BENCHMARKS.md (``--only S --docs`` writes it alone).
+BLOCKS = ("placement", "gateway", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -120,12 +122,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
         log(f"results: {args.json}")
-    if args.docs:
+    if args.docs and args.only and not args.from_json:
+        # a partial run rewrites only its sections' own blocks: the rest of the document
+        # (targets, scheduling, throughput, ...) comes from the last full run and stays
+        rest = [x for x in args.only if x not in BLOCKS]
+        if rest:
+            log(f"docs: {', '.join(rest)} render only in a full run's document: not written")
+        written = []
+        doc = args.docs / "BENCHMARKS.md"
+    elif args.docs:
         written = plots.write_all(results, args.docs)
         doc = args.docs / "BENCHMARKS.md"
         kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
         doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
                        encoding="utf-8")
+    if args.docs:
+        if "placement" in results:  # its own block, kept when a later run has none
+            import report_placement
+
+            report_placement.write_doc(results["placement"], results["machine"], args.docs)
         if "gateway" in results:  # its own block too, kept when a later run has none
             import gateway
 

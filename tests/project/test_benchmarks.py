@@ -171,3 +171,32 @@ def test_the_soak_figures_and_their_render(tmp_path, monkeypatch):
     assert (tmp_path / "soak.png").stat().st_size > 1000
     text = "\n".join(soak.markdown(out, _load("report")._table))
     assert "| Redis used_memory |" in text and "+10.9 %" in text
+
+
+def test_a_partial_run_rewrites_only_its_own_block(tmp_path, monkeypatch):
+    """``run.py --only placement --docs DIR`` writes the placement block and leaves the rest
+    of BENCHMARKS.md (a full run's targets and sections, other blocks) as it was."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    run = _load("run")
+    placement = {
+        "fair": {"fractions": {"alice": 0.33, "bob": 0.34, "carol": 0.33}, "max_deviation": 0.02,
+                 "late_start_s": 0.05, "task_s": 0.3, "late_finish_s": 3.0,
+                 "late_fair_finish_s": 8.0},
+        "cost": {"workers": 100, "jobs": 50, "owners": 10,
+                 "fair_claim": {"cpu_us_per_call": 430.0}},
+        "fair_claim_us": 421.7, "plain_claim_us": 323.0, "policy_scan_us": 2134.0,
+        "fair_over_plain": 1.3, "fair_over_scan": 0.2}
+    machine = {"date": "2026-12-02 01:00 UTC", "load_avg_start": 2.0, "cores": 2}
+    monkeypatch.setattr(run, "run", lambda args: {"quick": True, "machine": machine,
+                                                   "placement": placement, "duration_s": 60.0})
+    doc = tmp_path / "BENCHMARKS.md"
+    full = "# Benchmarks\n\nthe full run's targets and sections\n"
+    doc.write_text(full + "\n<!-- keep:soak -->\nthe soak\n<!-- /keep:soak -->\n")
+    assert run.main(["--only", "placement", "--docs", str(tmp_path)]) == 0
+    text = doc.read_text()
+    assert text.startswith(full) and "the soak" in text
+    block = text[text.index("<!-- keep:placement -->"):text.index("<!-- /keep:placement -->")]
+    assert "## 6. Placement" in block and "2026-12-02 01:00 UTC" in block
+    assert "| Redis time per claim, 100 workers, 50 jobs, 10 owners ≤ 200 µs | 422 µs" in block
+    assert "**missed**" in block and "alice 33.0 %" in block
+    assert list(tmp_path.glob("*.png")) == []  # the full run's plots are not redrawn
