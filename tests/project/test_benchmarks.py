@@ -145,7 +145,9 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     # every target, as the report computes it, is in the document's table
     monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
     targets = _load("report").targets(res)
-    assert len(targets) == 17  # the saved run predates gray failures, placement and the soak
+    # the saved run predates gray failures, placement, the soak and BullMQ
+    assert len(targets) == 19
+    assert [t["met"] for t in targets if "BullMQ" in t["target"]] == [None]  # not run
     assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]  # not run
     assert [t["met"] for t in targets if t["target"].startswith("soak")] == [None]
     for t in targets:
@@ -170,3 +172,59 @@ def test_the_soak_figures_and_their_render(tmp_path, monkeypatch):
     assert (tmp_path / "soak.png").stat().st_size > 1000
     text = "\n".join(soak.markdown(out, _load("report")._table))
     assert "| Redis used_memory |" in text and "+10.9 %" in text
+
+
+def test_bullmq_is_skipped_with_a_note_without_node(tmp_path, monkeypatch):
+    """Without ``node`` and ``npm`` on PATH the throughput section runs without BullMQ and
+    says why (no error, no npm call)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no node, no npm
+    bull = _load("bullmq").setup()
+    assert bull["available"] is False
+    assert "node and npm not on PATH" in bull["note"]
+
+
+def _point(rate: float, cpu: float) -> dict:
+    return {"tasks_per_s": rate, "redis_cpu_us_per_task": cpu}
+
+
+def test_bullmq_figures_and_their_render(monkeypatch):
+    """The throughput section's BullMQ figures from per-repeat points of known rates: medians
+    per process count, nova ÷ BullMQ paired per repeat against BullMQ's better concurrency,
+    best ÷ best, Redis CPU at each one's best; then the targets and the section's columns."""
+    import json
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    throughput, report = _load("throughput"), _load("report")
+    # (nova, RQ, BullMQ c=1, BullMQ c=100) rates of two repeats per process count
+    rates = {1: [(2000, 200, 1500, 8000), (2200, 220, 1500, 4400)],
+             2: [(3000, 300, 2000, 6000), (3000, 300, 2000, 6000)],
+             4: [(3600, 360, 2400, 5000), (3400, 340, 2400, 5000)]}
+    rows = [throughput._row(p, {"nova": [_point(r[0], 150.0 - p) for r in reps],
+                                "rq": [_point(r[1], 900.0) for r in reps],
+                                1: [_point(r[2], 90.0) for r in reps],
+                                100: [_point(r[3], 40.0 + p) for r in reps]}, True)
+            for p, reps in rates.items()]
+    assert rows[0]["bullmq_c100_jobs_per_s"] == 6200  # median of 8000 and 4400
+    assert rows[0]["nova_over_bullmq"] == pytest.approx((2000 / 8000 + 2200 / 4400) / 2)
+    bull = {"available": True, "bullmq": "6.7.0", "ioredis": "6.0.0", "node": "v20",
+            "node_path": "/x"}
+    t = throughput._summary(rows, bull)
+    assert t["bullmq"] == {k: v for k, v in bull.items() if k != "node_path"}
+    assert (t["bullmq_jobs_per_s"], t["bullmq_best"]) == (6200, {"processes": 1,
+                                                                  "concurrency": 100})
+    assert t["nova_over_bullmq"] == pytest.approx(3500 / 6200)  # nova's best: 4 processes
+    assert (t["nova_redis_cpu_us_per_task"], t["bullmq_redis_cpu_us_per_job"]) == (146.0, 41.0)
+    saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
+    res = json.loads(saved.read_text())
+    res["throughput"].update(t, rows=rows, tasks={"nova": 10, "rq": 3, "bullmq": 10})
+    got = {x["target"]: (x["measured"], x["met"]) for x in report.targets(res)}
+    assert got["lifecycle throughput ≥ 1.0 × BullMQ (best ÷ best)"] == (
+        "0.56 × (3500 ÷ 6200 jobs/s, BullMQ at 1 process(es), concurrency 100)", False)
+    assert got["Redis CPU ≤ 40 µs per task at nova's best configuration"] == (
+        "146 µs (4 process(es); BullMQ 41 µs per job at its best)", False)
+    text = report.markdown(res)
+    assert "| BullMQ c=1 jobs/s | BullMQ c=100 jobs/s | nova ÷ RQ | nova ÷ BullMQ |" in text
+    assert "| 1 | 2100 | 210 | 1500 | 6200 | 10.0 | 0.38 | 149 | 900 | 90 | 41 |" in text
+    assert "BullMQ 6.7.0 (ioredis 6.0.0, Node v20)" in text
+    assert "nova ÷ BullMQ 0.56: Redis spends 146 µs of CPU per nova task" in text
