@@ -84,6 +84,15 @@ def evalsha_stats(client: redis.Redis) -> dict[str, float]:
     return {"calls": int(ev["calls"]), "usec": float(ev["usec"])}
 
 
+def script_stats(client: redis.Redis) -> dict[str, float]:
+    """``INFO commandstats`` for EVALSHA and EVAL together (calls, usec): every Lua script a
+    client ran (ioredis falls back to EVAL when a script is not loaded yet)."""
+    st = client.info("commandstats")
+    rows = [st.get(k) or {"calls": 0, "usec": 0} for k in ("cmdstat_evalsha", "cmdstat_eval")]
+    return {"calls": sum(int(x["calls"]) for x in rows),
+            "usec": sum(float(x["usec"]) for x in rows)}
+
+
 def median(values: list[float]) -> float:
     """The median, ``nan`` for no values."""
     v = sorted(x for x in values if not math.isnan(x))

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
-from benchlib import HERE, log, redis_cpu_s
+from benchlib import HERE, log, redis_cpu_s, script_stats
 
 from nova_queue.local import RedisServer
 
@@ -29,7 +29,8 @@ INSTALL_TIMEOUT_S = 300
 
 def _cache_dir() -> Path:
     """Where the npm install is kept between runs (one folder per pinned pair)."""
-    return Path(tempfile.gettempdir()) / f"nova-bench-bullmq-{BULLMQ_VERSION}-ioredis-{IOREDIS_VERSION}"
+    name = f"nova-bench-bullmq-{BULLMQ_VERSION}-ioredis-{IOREDIS_VERSION}"
+    return Path(tempfile.gettempdir()) / name
 
 
 def _installed(folder: Path, package: str) -> str | None:
@@ -128,11 +129,13 @@ def rate(server: RedisServer, bull: dict[str, Any], processes: int, concurrency:
     try:
         lines = _reader(proc.stdout)
         _expect(lines, "ready", 300, stderr)  # jobs added, every Worker connected
+        r.config_resetstat()
         cpu0 = redis_cpu_s(r)
         proc.stdin.write("go\n")
         proc.stdin.flush()
         _expect(lines, "done", 600, stderr)
         cpu1 = redis_cpu_s(r)
+        scripts = script_stats(r)
         res = _expect(lines, "result", 120, stderr)
         proc.wait(60)
     finally:
@@ -147,4 +150,6 @@ def rate(server: RedisServer, bull: dict[str, Any], processes: int, concurrency:
     r.close()
     return {"processes": processes, "concurrency": concurrency, "tasks": n_jobs,
             "seconds": res["seconds"], "tasks_per_s": res["jobs_per_s"],
-            "redis_cpu_us_per_task": (cpu1 - cpu0) / n_jobs * 1e6}
+            "redis_cpu_us_per_task": (cpu1 - cpu0) / n_jobs * 1e6,
+            "scripts_per_task": scripts["calls"] / n_jobs,
+            "redis_script_us_per_task": scripts["usec"] / n_jobs}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import bullmq
-from benchlib import evalsha_stats, log, median, redis_cpu_s
+from benchlib import evalsha_stats, log, median, redis_cpu_s, script_stats
 from fleet import start_pull_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
@@ -73,10 +73,14 @@ def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, fl
              for i in range(processes)]
     for p in procs:
         p.start()
-    cpu0 = redis_cpu_s(server.client())
+    r = server.client()
+    r.config_resetstat()
+    cpu0 = redis_cpu_s(r)
     barrier.wait(timeout=120)
     results = [out.get(timeout=600) for _ in procs]
-    cpu1 = redis_cpu_s(server.client())
+    cpu1 = redis_cpu_s(r)
+    scripts = script_stats(r)
+    r.close()
     for p in procs:
         p.join(30)
     done = sum(r[2] for r in results)
@@ -86,7 +90,16 @@ def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, fl
     client.redis.delete(*client.redis.keys(f"{client.prefix}*"))
     client.close()
     return {"processes": processes, "tasks": done, "seconds": span, "tasks_per_s": done / span,
-            "redis_cpu_us_per_task": (cpu1 - cpu0) / done * 1e6}
+            "redis_cpu_us_per_task": (cpu1 - cpu0) / done * 1e6,
+            **per_task_scripts(scripts, done)}
+
+
+def per_task_scripts(scripts: dict[str, float], tasks: int) -> dict[str, float]:
+    """Lua scripts run per task and Redis time inside them per task (``INFO commandstats``,
+    reset at the run's start): Redis CPU per task minus this is spent outside the scripts
+    (reading and parsing requests, writing replies, plain commands, the event loop)."""
+    return {"scripts_per_task": scripts["calls"] / tasks,
+            "redis_script_us_per_task": scripts["usec"] / tasks}
 
 
 def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> dict[str, float]:
@@ -249,13 +262,15 @@ def _row(p: int, runs: dict[Any, list[dict]], with_bull: bool) -> dict[str, Any]
            "nova_redis_cpu_us_per_task": median([x["redis_cpu_us_per_task"] for x in nova]),
            "rq_redis_cpu_us_per_job": median([x["redis_cpu_us_per_task"] for x in rq]),
            "nova_over_rq": median([a["tasks_per_s"] / b["tasks_per_s"]
-                                   for a, b in zip(nova, rq)])}
+                                   for a, b in zip(nova, rq)]),
+           "nova_redis_script_us_per_task": median([x["redis_script_us_per_task"] for x in nova]),
+           "nova_scripts_per_task": median([x["scripts_per_task"] for x in nova])}
     if not with_bull:
         return row
     for c in BULL_CONCURRENCY:
         row[f"bullmq_c{c}_jobs_per_s"] = median([x["tasks_per_s"] for x in runs[c]])
-        row[f"bullmq_c{c}_redis_cpu_us_per_job"] = median(
-            [x["redis_cpu_us_per_task"] for x in runs[c]])
+        for key in ("redis_cpu_us_per_task", "redis_script_us_per_task", "scripts_per_task"):
+            row[f"bullmq_c{c}_{key.replace('task', 'job')}"] = median([x[key] for x in runs[c]])
     bests = [max(x["tasks_per_s"] for x in rep) for rep in zip(*(runs[c]
                                                                  for c in BULL_CONCURRENCY))]
     row["nova_over_bullmq"] = median([a["tasks_per_s"] / b for a, b in zip(nova, bests)])
