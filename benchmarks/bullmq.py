@@ -152,4 +152,5 @@ def rate(server: RedisServer, bull: dict[str, Any], processes: int, concurrency:
             "seconds": res["seconds"], "tasks_per_s": res["jobs_per_s"],
             "redis_cpu_us_per_task": (cpu1 - cpu0) / n_jobs * 1e6,
             "scripts_per_task": scripts["calls"] / n_jobs,
-            "redis_script_us_per_task": scripts["usec"] / n_jobs}
+            "redis_script_us_per_task": scripts["usec"] / n_jobs,
+            "redis_commands_per_task": scripts["commands"] / n_jobs}

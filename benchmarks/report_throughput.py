@@ -123,13 +123,16 @@ def _split(t: dict[str, Any]) -> list[str]:
         for r in t["rows"]:
             cpu, script = r[f"{pre}redis_cpu_us_per_{unit}"], r[f"{pre}redis_script_us_per_{unit}"]
             rows.append([name, str(r["processes"]), _f(cpu, ".0f"), _f(script, ".0f"),
-                         _f(cpu - script, ".0f"), _f(r[f"{pre}scripts_per_{unit}"])])
+                         _f(cpu - script, ".0f"), _f(r[f"{pre}scripts_per_{unit}"]),
+                         _f(r.get(f"{pre}redis_commands_per_{unit}"), ".1f")])
     return [("Where Redis CPU per task goes (`INFO commandstats`, reset at each run's start): "
              "time inside Lua scripts (EVALSHA and EVAL, the commands they run included) and "
              "the rest, outside them: reading and parsing requests, writing replies, plain "
-             "commands, the event loop."), "",
+             "commands, the event loop. Commands per task: every command Redis ran, those "
+             "the scripts call included (the harness's INFO and CONFIG not; BullMQ's count "
+             "includes its driver's completed-count poll, every 20 ms)."), "",
             *table(["queue", "processes", "Redis CPU µs/task", "in scripts µs/task",
-                    "outside scripts µs/task", "scripts per task"], rows)]
+                    "outside scripts µs/task", "scripts per task", "commands per task"], rows)]
 
 
 def _costs(t: dict[str, Any]) -> list[str]:

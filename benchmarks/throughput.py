@@ -99,7 +99,8 @@ def per_task_scripts(scripts: dict[str, float], tasks: int) -> dict[str, float]:
     reset at the run's start): Redis CPU per task minus this is spent outside the scripts
     (reading and parsing requests, writing replies, plain commands, the event loop)."""
     return {"scripts_per_task": scripts["calls"] / tasks,
-            "redis_script_us_per_task": scripts["usec"] / tasks}
+            "redis_script_us_per_task": scripts["usec"] / tasks,
+            "redis_commands_per_task": scripts["commands"] / tasks}
 
 
 def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> dict[str, float]:
@@ -264,12 +265,14 @@ def _row(p: int, runs: dict[Any, list[dict]], with_bull: bool) -> dict[str, Any]
            "nova_over_rq": median([a["tasks_per_s"] / b["tasks_per_s"]
                                    for a, b in zip(nova, rq)]),
            "nova_redis_script_us_per_task": median([x["redis_script_us_per_task"] for x in nova]),
-           "nova_scripts_per_task": median([x["scripts_per_task"] for x in nova])}
+           "nova_scripts_per_task": median([x["scripts_per_task"] for x in nova]),
+           "nova_redis_commands_per_task": median([x["redis_commands_per_task"] for x in nova])}
     if not with_bull:
         return row
     for c in BULL_CONCURRENCY:
         row[f"bullmq_c{c}_jobs_per_s"] = median([x["tasks_per_s"] for x in runs[c]])
-        for key in ("redis_cpu_us_per_task", "redis_script_us_per_task", "scripts_per_task"):
+        for key in ("redis_cpu_us_per_task", "redis_script_us_per_task", "scripts_per_task",
+                    "redis_commands_per_task"):
             row[f"bullmq_c{c}_{key.replace('task', 'job')}"] = median([x[key] for x in runs[c]])
     bests = [max(x["tasks_per_s"] for x in rep) for rep in zip(*(runs[c]
                                                                  for c in BULL_CONCURRENCY))]

@@ -187,7 +187,8 @@ def test_bullmq_is_skipped_with_a_note_without_node(tmp_path, monkeypatch):
 def _point(rate: float, cpu: float) -> dict:
     """One run's figures: a third of its Redis CPU inside 1.5 scripts per task."""
     return {"tasks_per_s": rate, "redis_cpu_us_per_task": cpu,
-            "redis_script_us_per_task": cpu / 3, "scripts_per_task": 1.5}
+            "redis_script_us_per_task": cpu / 3, "scripts_per_task": 1.5,
+            "redis_commands_per_task": cpu / 10}
 
 
 def test_bullmq_figures_and_their_render(monkeypatch):
@@ -231,5 +232,5 @@ def test_bullmq_figures_and_their_render(monkeypatch):
     assert "BullMQ 6.7.0 (ioredis 6.0.0, Node v20)" in text
     assert "nova ÷ BullMQ 0.56: Redis spends 146 µs of CPU per nova task" in text
     # the split inside / outside the scripts, e.g. nova at 4 processes: 146 = 49 + 97
-    assert "| nova-queue | 4 | 146 | 49 | 97 | 1.50 |" in text
-    assert "| BullMQ c=100 | 2 | 42 | 14 | 28 | 1.50 |" in text
+    assert "| nova-queue | 4 | 146 | 49 | 97 | 1.50 | 14.6 |" in text
+    assert "| BullMQ c=100 | 2 | 42 | 14 | 28 | 1.50 | 4.2 |" in text
