@@ -54,8 +54,8 @@ def where_time_goes(t: dict[str, Any]) -> str | None:
             f"CPU per nova task at nova's best and {bull_us:.0f} µs per BullMQ job at its best "
             f"({nova_us / bull_us:.1f}×; concurrency {b['concurrency']}); Redis is busy "
             f"{t['nova_tasks_per_s'] * nova_us / 1e4:.0f} % of one core during nova's run, "
-            f"{t['bullmq_jobs_per_s'] * bull_us / 1e4:.0f} % during BullMQ's (in and outside "
-            "the scripts: under the throughput table).")
+            f"{t['bullmq_jobs_per_s'] * bull_us / 1e4:.0f} % during BullMQ's (scripts and commands "
+            "per task: under the throughput table).")
 
 
 def _intro(t: dict[str, Any]) -> list[str]:
@@ -112,27 +112,26 @@ def _rates(t: dict[str, Any]) -> list[str]:
 
 
 def _split(t: dict[str, Any]) -> list[str]:
-    """Redis CPU per task inside and outside Lua scripts, per queue and process count."""
+    """Scripts and commands per task and the time inside the scripts, per queue and process
+    count."""
     if "nova_redis_script_us_per_task" not in t["rows"][0]:
         return []
     queues = [("nova-queue", "nova_", "task")]
     if "bullmq_c1_redis_script_us_per_job" in t["rows"][0]:
         queues += [(f"BullMQ c={c}", f"bullmq_c{c}_", "job") for c in BULL_CONCURRENCY]
-    rows = []
-    for name, pre, unit in queues:
-        for r in t["rows"]:
-            cpu, script = r[f"{pre}redis_cpu_us_per_{unit}"], r[f"{pre}redis_script_us_per_{unit}"]
-            rows.append([name, str(r["processes"]), _f(cpu, ".0f"), _f(script, ".0f"),
-                         _f(cpu - script, ".0f"), _f(r[f"{pre}scripts_per_{unit}"]),
-                         _f(r.get(f"{pre}redis_commands_per_{unit}"), ".1f")])
-    return [("Where Redis CPU per task goes (`INFO commandstats`, reset at each run's start): "
-             "time inside Lua scripts (EVALSHA and EVAL, the commands they run included) and "
-             "the rest, outside them: reading and parsing requests, writing replies, plain "
-             "commands, the event loop. Commands per task: every command Redis ran, those "
-             "the scripts call included (the harness's INFO and CONFIG not; BullMQ's count "
-             "includes its driver's completed-count poll, every 20 ms)."), "",
-            *table(["queue", "processes", "Redis CPU µs/task", "in scripts µs/task",
-                    "outside scripts µs/task", "scripts per task", "commands per task"], rows)]
+    rows = [[name, str(r["processes"]), _f(r[f"{pre}redis_cpu_us_per_{unit}"], ".0f"),
+             _f(r[f"{pre}scripts_per_{unit}"]),
+             _f(r.get(f"{pre}redis_commands_per_{unit}"), ".1f"),
+             _f(r[f"{pre}redis_script_us_per_{unit}"], ".0f")]
+            for name, pre, unit in queues for r in t["rows"]]
+    return [("What Redis does per task (`INFO commandstats`, reset at each run's start): Lua "
+             "scripts run (EVALSHA and EVAL) and commands run, those the scripts call included "
+             "(the harness's INFO and CONFIG not; BullMQ's include its driver's completed-count "
+             "poll, every 20 ms). The time inside the scripts is commandstats' usec, a wall "
+             "clock: when other processes preempt Redis mid-script (a loaded machine) it "
+             "exceeds the CPU time, so compare it across queues, not with the CPU column."), "",
+            *table(["queue", "processes", "Redis CPU µs/task", "scripts per task",
+                    "commands per task", "inside scripts µs/task (wall)"], rows)]
 
 
 def _costs(t: dict[str, Any]) -> list[str]:

@@ -95,9 +95,9 @@ def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, fl
 
 
 def per_task_scripts(scripts: dict[str, float], tasks: int) -> dict[str, float]:
-    """Lua scripts run per task and Redis time inside them per task (``INFO commandstats``,
-    reset at the run's start): Redis CPU per task minus this is spent outside the scripts
-    (reading and parsing requests, writing replies, plain commands, the event loop)."""
+    """Lua scripts and commands (the scripts' own included) Redis ran per task, and the time
+    inside the scripts per task (``INFO commandstats``, reset at the run's start; its usec is
+    a wall clock, so on a loaded machine it can exceed the Redis CPU per task)."""
     return {"scripts_per_task": scripts["calls"] / tasks,
             "redis_script_us_per_task": scripts["usec"] / tasks,
             "redis_commands_per_task": scripts["commands"] / tasks}
