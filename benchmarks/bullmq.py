@@ -60,7 +60,12 @@ def _npm_install(folder: Path) -> str | None:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
         return f"npm install failed (exit {out.returncode}): {tail}"
     shutil.rmtree(folder, ignore_errors=True)  # a broken earlier install
-    os.replace(aside, folder)
+    try:
+        os.replace(aside, folder)
+    except OSError:  # another run installed it meanwhile
+        shutil.rmtree(aside, ignore_errors=True)
+        if _installed(folder, "bullmq") != BULLMQ_VERSION:
+            return f"could not move the npm install into {folder}"
     return None
 
 
