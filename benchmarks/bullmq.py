@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
-from benchlib import HERE, log, redis_cpu_s, script_stats
+from benchlib import HERE, log, per_task_scripts, redis_cpu_s, script_stats
 
 from nova_queue.local import RedisServer
 
@@ -140,7 +140,7 @@ def rate(server: RedisServer, bull: dict[str, Any], processes: int, concurrency:
         proc.stdin.flush()
         _expect(lines, "done", 600, stderr)
         cpu1 = redis_cpu_s(r)
-        scripts = script_stats(r)
+        scripts = script_stats(r)  # its figures per job as nova's (throughput.py)
         res = _expect(lines, "result", 120, stderr)
         proc.wait(60)
     finally:
@@ -156,6 +156,4 @@ def rate(server: RedisServer, bull: dict[str, Any], processes: int, concurrency:
     return {"processes": processes, "concurrency": concurrency, "tasks": n_jobs,
             "seconds": res["seconds"], "tasks_per_s": res["jobs_per_s"],
             "redis_cpu_us_per_task": (cpu1 - cpu0) / n_jobs * 1e6,
-            "scripts_per_task": scripts["calls"] / n_jobs,
-            "redis_script_us_per_task": scripts["usec"] / n_jobs,
-            "redis_commands_per_task": scripts["commands"] / n_jobs}
+            **per_task_scripts(scripts, n_jobs)}

@@ -70,10 +70,10 @@ def _intro(t: dict[str, Any]) -> list[str]:
     return [(
         "No-op tasks. nova-queue: P processes, each a registered worker looping "
         f"claim (k=1) → commit through `NovaClient` ({loop}; a worker's per-task queue "
-        "work, without the app and the upload). RQ: P `SimpleWorker` processes on no-op jobs."
-        + bull + " Rate = tasks ÷ (last commit − first claim); process start-up excluded; "
-        f"{t['tasks']['nova']} nova tasks / {t['tasks']['rq']} RQ jobs per point, "
-        f"{t['repeats']} repeat(s), interleaved, medians. Redis CPU per task = the "
+        "work, without the app and the upload). RQ: P `SimpleWorker` processes on no-op jobs. "
+        "Rate = tasks ÷ (last commit − first claim); process start-up excluded; "
+        f"{t['tasks']['nova']} nova tasks / {t['tasks']['rq']} RQ jobs per point." + bull
+        + f" {t['repeats']} repeat(s), interleaved, medians. Redis CPU per task = the "
         "redis-server process's CPU time over the run ÷ tasks (RQ's includes its enqueue; "
         "BullMQ's is from the start signal, after its addBulk)."), ""]
 

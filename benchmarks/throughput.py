@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import bullmq
-from benchlib import evalsha_stats, log, median, redis_cpu_s, script_stats
+from benchlib import evalsha_stats, log, median, per_task_scripts, redis_cpu_s, script_stats
 from fleet import start_pull_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
@@ -92,15 +92,6 @@ def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, fl
     return {"processes": processes, "tasks": done, "seconds": span, "tasks_per_s": done / span,
             "redis_cpu_us_per_task": (cpu1 - cpu0) / done * 1e6,
             **per_task_scripts(scripts, done)}
-
-
-def per_task_scripts(scripts: dict[str, float], tasks: int) -> dict[str, float]:
-    """Lua scripts and commands (the scripts' own included) Redis ran per task, and the time
-    inside the scripts per task (``INFO commandstats``, reset at the run's start; its usec is
-    a wall clock, so on a loaded machine it can exceed the Redis CPU per task)."""
-    return {"scripts_per_task": scripts["calls"] / tasks,
-            "redis_script_us_per_task": scripts["usec"] / tasks,
-            "redis_commands_per_task": scripts["commands"] / tasks}
 
 
 def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> dict[str, float]:
