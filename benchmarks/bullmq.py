@@ -76,8 +76,8 @@ def setup() -> dict[str, Any]:
     if not (node and npm):
         missing = " and ".join(n for n, p in (("node", node), ("npm", npm)) if not p)
         return {"available": False,
-                "note": f"BullMQ not run: {missing} not on PATH (install Node.js ≥ 18 with npm "
-                        "to compare; the rest of the section is unaffected)"}
+                "note": f"BullMQ not run: {missing} not on PATH (install Node.js with npm to "
+                        "compare; the rest of the section is unaffected)"}
     folder = _cache_dir()
     if (_installed(folder, "bullmq"), _installed(folder, "ioredis")) != (BULLMQ_VERSION,
                                                                         IOREDIS_VERSION):

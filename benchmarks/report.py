@@ -319,7 +319,10 @@ def markdown(res: dict[str, Any]) -> str:
     rerun = ("It starts its own `redis-server` (newest on PATH; `NOVA_BENCH_REDIS_SERVER` picks "
              "one) and real worker processes, and prints the targets. It writes files only when "
              "asked: `--json OUT` the numbers, `--docs DIR` this document and its plots "
-             "(`--docs docs` rewrites this file; blocks other scripts keep here stay).")
+             "(`--docs docs` rewrites this file; blocks other scripts keep here stay). The "
+             "throughput section runs BullMQ beside nova-queue and RQ when `node` and `npm` are "
+             "on PATH (npm installs the pinned bullmq and ioredis once, into a folder in the "
+             "system temp directory); without them it runs without BullMQ and says so.")
     out += ["## Machine", "",
             f"- CPU: {m['cpu']}, {m['cores']} cores; RAM {m['ram_gib']} GiB; {m['os']}",
             (f"- Python {m['python']}, Redis {m['redis']} (a private redis-server on a free "
