@@ -84,6 +84,36 @@ def evalsha_stats(client: redis.Redis) -> dict[str, float]:
     return {"calls": int(ev["calls"]), "usec": float(ev["usec"])}
 
 
+SCRIPT_CMDS = ("cmdstat_evalsha", "cmdstat_eval")
+#: the harness's own commands (the CPU and stats reads), left out of the command count
+HARNESS_CMDS = ("cmdstat_info", "cmdstat_config")
+
+
+def script_stats(client: redis.Redis) -> dict[str, Any]:
+    """``INFO commandstats``: Lua scripts run (EVALSHA and EVAL; ioredis falls back to EVAL
+    when a script is not loaded yet) and Redis time inside them, and every other command
+    Redis ran (those the scripts call, which Redis counts too, and plain ones) but INFO and
+    CONFIG, the harness's (``by_name``: calls per command)."""
+    st = client.info("commandstats")
+    rows = [st.get(k) or {"calls": 0, "usec": 0} for k in SCRIPT_CMDS]
+    by_name = {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in st.items()
+               if k not in SCRIPT_CMDS and not k.split("|")[0].startswith(HARNESS_CMDS)}
+    return {"calls": sum(int(x["calls"]) for x in rows),
+            "usec": sum(float(x["usec"]) for x in rows), "commands": sum(by_name.values()),
+            "by_name": by_name}
+
+
+def per_task_scripts(scripts: dict[str, Any], tasks: int) -> dict[str, Any]:
+    """Lua scripts and commands (the scripts' own included) Redis ran per task, and the time
+    inside the scripts per task (``INFO commandstats``, reset at the run's start; its usec is
+    a wall clock, so on a loaded machine it can exceed the Redis CPU per task)."""
+    return {"scripts_per_task": scripts["calls"] / tasks,
+            "redis_script_us_per_task": scripts["usec"] / tasks,
+            "redis_commands_per_task": scripts["commands"] / tasks,
+            "redis_commands_by_name_per_task": {k: round(v / tasks, 3) for k, v in sorted(
+                scripts["by_name"].items(), key=lambda kv: -kv[1])}}
+
+
 def median(values: list[float]) -> float:
     """The median, ``nan`` for no values."""
     v = sorted(x for x in values if not math.isnan(x))

@@ -55,7 +55,7 @@ def makespan_plot(sched: dict[str, Any], path: Path) -> None:
 
 
 def throughput_plot(tp: dict[str, Any], path: Path) -> None:
-    """No-op tasks per second vs worker processes, nova-queue and RQ."""
+    """No-op tasks per second vs worker processes, nova-queue, RQ and (where it ran) BullMQ."""
     plt = _pyplot()
     rows = tp["rows"]
     procs = [r["processes"] for r in rows]
@@ -64,6 +64,10 @@ def throughput_plot(tp: dict[str, Any], path: Path) -> None:
             label="nova-queue claim → commit")
     ax.plot(procs, [r["rq_jobs_per_s"] for r in rows], "s-", color="#d9822b",
             label="RQ SimpleWorker")
+    for c, style in ((1, "^--"), (100, "v-")):
+        if f"bullmq_c{c}_jobs_per_s" in rows[0]:
+            ax.plot(procs, [r[f"bullmq_c{c}_jobs_per_s"] for r in rows], style, color="#6a3d9a",
+                    label=f"BullMQ, concurrency {c}")
     ax.set_xticks(procs)
     ax.set_xlabel("worker processes")
     ax.set_ylabel("tasks per second")

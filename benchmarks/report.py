@@ -3,19 +3,16 @@ rerun, one table per section, and the plots."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import gateway as gateway_bench
 import report_placement
+import report_throughput
 from benchlib import median
 from optimum import optimal_makespan
-
-NA = "—"
-
-
-def _f(x: Any, fmt: str = ".2f") -> str:
-    return NA if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+from reportlib import NA
+from reportlib import fmt as _f
+from reportlib import table as _table
 
 
 def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,6 +53,8 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         f"{t['nova_over_rq']:.1f} × (paired per repeat at 1 / 2 / 4 processes: "
         + " / ".join(f"{row['nova_over_rq']:.1f}" for row in t["rows"]) + ")"),
         t and t["nova_over_rq"] >= 10)
+    for name, measured, met in report_throughput.targets(t):
+        add(name, t, measured, met)
     add("recovery ≤ TTL + 1 s (every run)", r, r and ", ".join(
         f"{m:.2f} s @ {ttl:g} s" for ttl, m in zip(r["lease_ttl_s"], r["max_recovery_s"])),
         r and all(m <= ttl + 1 for ttl, m in zip(r["lease_ttl_s"], r["max_recovery_s"])))
@@ -75,12 +74,6 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                f"{k['tasks_per_s_after_warmup']:.1f} tasks/s"),
         k and k["memory_growth_after_warmup_pct"] <= 5)
     return rows
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out + [""]
 
 
 def _fifo_bound(s: dict[str, Any]) -> str:
@@ -202,50 +195,6 @@ def _pickup(s: dict[str, Any]) -> float | None:
     return median(firsts) if firsts else None
 
 
-def _throughput(t: dict[str, Any]) -> list[str]:
-    loop = t.get("loop", "claim, then complete")
-    intro = (
-        "No-op tasks. nova-queue: P processes, each a registered worker looping "
-        f"claim (k=1) → commit through `NovaClient` ({loop}; a worker's per-task queue "
-        "work, without the app and the upload). RQ: P `SimpleWorker` processes on no-op jobs. "
-        "Rate = tasks ÷ (last commit − first claim); process start-up excluded; "
-        f"{t['tasks']['nova']} nova tasks / {t['tasks']['rq']} RQ jobs per point, "
-        f"{t['repeats']} repeat(s), interleaved, medians. Redis CPU per task = the "
-        "redis-server process's CPU time over the run ÷ tasks (RQ's includes its enqueue).")
-    out = ["## 3. Lifecycle throughput", "", intro, ""]
-    out += _table(["processes", "nova tasks/s", "RQ jobs/s", "nova ÷ RQ",
-                   "Redis CPU µs/task (nova)", "Redis CPU µs/job (RQ)"],
-                  [[str(r["processes"]), _f(r["nova_tasks_per_s"], ".0f"),
-                    _f(r["rq_jobs_per_s"], ".0f"), _f(r["nova_over_rq"], ".1f"),
-                    _f(r["nova_redis_cpu_us_per_task"], ".0f"),
-                    _f(r["rq_redis_cpu_us_per_job"], ".0f")] for r in t["rows"]])
-    cost = ("Redis time per call (`INFO commandstats`: EVALSHA usec per call, the script and "
-            "every command it runs; and the redis-server process's CPU per call). *claim*: a "
-            "deep queue (fast path); *claim (policy scan)*: a slow worker facing 2 pending "
-            "tasks, which reads every fleet member's predicted free time and answers WAIT.")
-    out += [(f"Best nova ÷ best RQ: {t['nova_over_rq']:.1f}× (the two best medians, which may "
-             "come from different repeats; the *nova ÷ RQ* column pairs the runs of one repeat, "
-             "side by side, and takes the median). The target is judged on best ÷ best."), ""]
-    f = t.get("round_trip_floor")
-    if f:
-        out += [(f"Round-trip floor: an EVALSHA of `return 1` through redis-py takes "
-                 f"{f['wall_us_per_call']:.0f} µs (client CPU {f['client_cpu_us_per_call']:.0f} "
-                 "µs) on this machine; a queue with one round trip per task cannot beat it."), ""]
-    out += [cost, ""]
-    rows = []
-    for c in t["redis_cost"]:
-        for key, label in (("claim", "claim"), ("commit", "commit (complete)"),
-                           ("commit_claim", "commit + next claim (complete_claim)"),
-                           ("claim_wait", "claim (policy scan → WAIT)")):
-            if key not in c:
-                continue
-            rows.append([str(c["workers"]), label, _f(c[key]["usec_per_call"], ".0f"),
-                         _f(c[key]["cpu_us_per_call"], ".0f")])
-    out += _table(["registered workers", "call", "EVALSHA µs/call", "Redis CPU µs/call"], rows)
-    out += ["![throughput](bench-throughput.png)", ""]
-    return out
-
-
 def _scale(c: dict[str, Any]) -> list[str]:
     intro = (
         "One job of N tasks (input `task <i>`, cost 1) via `NovaClient.enqueue` into an "
@@ -345,6 +294,9 @@ def _where_time_goes(res: dict[str, Any]) -> list[str]:
         notes.append(f"- Throughput: one process spends {per_task_us:.0f} µs per task, of which "
                      f"Redis {redis_us:.0f} µs ({what}, {cost['workers']} workers) and the rest "
                      "the client" + _floor_note(t) + ".")
+    bull = t and report_throughput.where_time_goes(t)
+    if bull:
+        notes.append(bull)
     if c and c["enqueue_100k_s"] >= 1:
         row = next(x for x in c["rows"] if x["tasks"] == 100_000)
         notes.append(f"- Enqueue of 100k: {row['seconds']:.2f} s, of which "
@@ -370,7 +322,10 @@ def markdown(res: dict[str, Any]) -> str:
     rerun = ("It starts its own `redis-server` (newest on PATH; `NOVA_BENCH_REDIS_SERVER` picks "
              "one) and real worker processes, and prints the targets. It writes files only when "
              "asked: `--json OUT` the numbers, `--docs DIR` this document and its plots "
-             "(`--docs docs` rewrites this file; blocks other scripts keep here stay).")
+             "(`--docs docs` rewrites this file; blocks other scripts keep here stay). The "
+             "throughput section runs BullMQ beside nova-queue and RQ when `node` and `npm` are "
+             "on PATH (npm installs the pinned bullmq and ioredis once, into a folder in the "
+             "system temp directory); without them it runs without BullMQ and says so.")
     out += ["## Machine", "",
             f"- CPU: {m['cpu']}, {m['cores']} cores; RAM {m['ram_gib']} GiB; {m['os']}",
             (f"- Python {m['python']}, Redis {m['redis']} (a private redis-server on a free "
@@ -390,8 +345,8 @@ def markdown(res: dict[str, Any]) -> str:
             "python benchmarks/ab.py HEAD~3                            # a revision vs the tree",
             "python benchmarks/claim_instructions.py                   # instructions per claim (callgrind)",
             "```", "", rerun, ""]
-    for key, fn in (("scheduling", _scheduling), ("throughput", _throughput), ("scale", _scale),
-                    ("recovery", _recovery)):  # placement, gateway, soak: kept blocks
+    for key, fn in (("scheduling", _scheduling), ("throughput", report_throughput.section),
+                    ("scale", _scale), ("recovery", _recovery)):  # the rest: kept blocks
         if key in res:
             out += fn(res[key])
     out += _where_time_goes(res)

@@ -4,6 +4,8 @@ SimpleWorker jobs per second on the same Redis; and Redis CPU per claim and per 
 nova-queue: P processes, each a registered worker looping ``claim(k=1) → complete`` through
 ``NovaClient`` (what a worker does around every task, minus the app and the upload).
 RQ: P ``SimpleWorker`` processes on a queue of no-op jobs (RQ's full job lifecycle).
+BullMQ (when ``node`` and ``npm`` are on PATH, ``bullmq.py``): P processes, each one Worker
+with concurrency 1 or 100, on no-op jobs added with addBulk beforehand.
 Rates are tasks / (last commit − first claim), process start-up excluded.
 """
 
@@ -15,7 +17,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchlib import evalsha_stats, log, median, redis_cpu_s
+import bullmq
+from benchlib import evalsha_stats, log, median, per_task_scripts, redis_cpu_s, script_stats
 from fleet import start_pull_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
@@ -70,10 +73,14 @@ def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, fl
              for i in range(processes)]
     for p in procs:
         p.start()
-    cpu0 = redis_cpu_s(server.client())
+    r = server.client()
+    r.config_resetstat()
+    cpu0 = redis_cpu_s(r)
     barrier.wait(timeout=120)
     results = [out.get(timeout=600) for _ in procs]
-    cpu1 = redis_cpu_s(server.client())
+    cpu1 = redis_cpu_s(r)
+    scripts = script_stats(r)
+    r.close()
     for p in procs:
         p.join(30)
     done = sum(r[2] for r in results)
@@ -83,7 +90,8 @@ def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, fl
     client.redis.delete(*client.redis.keys(f"{client.prefix}*"))
     client.close()
     return {"processes": processes, "tasks": done, "seconds": span, "tasks_per_s": done / span,
-            "redis_cpu_us_per_task": (cpu1 - cpu0) / done * 1e6}
+            "redis_cpu_us_per_task": (cpu1 - cpu0) / done * 1e6,
+            **per_task_scripts(scripts, done)}
 
 
 def rq_rate(server: RedisServer, processes: int, n_jobs: int, folder: Path) -> dict[str, float]:
@@ -198,40 +206,90 @@ def round_trip_floor(server: RedisServer, n_calls: int) -> dict[str, float]:
     return {"wall_us_per_call": wall / n_calls * 1e6, "client_cpu_us_per_call": cpu / n_calls * 1e6}
 
 
+PROCESSES = (1, 2, 4)
+BULL_CONCURRENCY = (1, 100)
+
+
 def run_section(server: RedisServer, folder: Path, *, quick: bool,
                 repeats: int | None = None) -> dict[str, Any]:
-    """Rates for 1, 2, 4 processes (nova and RQ, interleaved) and Redis cost per call."""
+    """Rates for 1, 2, 4 processes (nova, RQ and, with node and npm, BullMQ at concurrency
+    1 and 100: interleaved in every repeat) and Redis cost per call."""
     n_nova, n_rq = (3000, 1000) if quick else (10000, 3000)
     repeats = repeats or (1 if quick else 3)
-    nova: dict[int, list[dict]] = {1: [], 2: [], 4: []}
-    rq: dict[int, list[dict]] = {1: [], 2: [], 4: []}
+    bull = bullmq.setup()
+    if not bull["available"]:
+        log(bull["note"])
+    runs: dict[int, dict[Any, list[dict]]] = {p: {"nova": [], "rq": [], **{
+        c: [] for c in BULL_CONCURRENCY}} for p in PROCESSES}
     for rep in range(repeats):
-        for p in (1, 2, 4):
+        for p in PROCESSES:
             log(f"throughput {rep + 1}/{repeats}: {p} process(es)")
-            nova[p].append(nova_rate(server, p, n_nova))
-            rq[p].append(rq_rate(server, p, n_rq, folder))
-            log(f"  nova {nova[p][-1]['tasks_per_s']:.0f}/s, RQ {rq[p][-1]['tasks_per_s']:.0f}/s")
+            runs[p]["nova"].append(nova_rate(server, p, n_nova))
+            runs[p]["rq"].append(rq_rate(server, p, n_rq, folder))
+            line = (f"  nova {runs[p]['nova'][-1]['tasks_per_s']:.0f}/s, "
+                    f"RQ {runs[p]['rq'][-1]['tasks_per_s']:.0f}/s")
+            for c in BULL_CONCURRENCY if bull["available"] else ():
+                runs[p][c].append(bullmq.rate(server, bull, p, c, n_nova, folder / "bullmq"))
+                line += f", BullMQ c={c} {runs[p][c][-1]['tasks_per_s']:.0f}/s"
+            log(line)
     costs = []
     for w in (10, 100):
         log(f"throughput: Redis cost per call, {w} registered workers")
         costs.append(redis_cost(server, w, 1000 if quick else 3000))
     floor = round_trip_floor(server, 2000 if quick else 5000)
-    rows = [{"processes": p,
-             "nova_tasks_per_s": median([x["tasks_per_s"] for x in nova[p]]),
-             "rq_jobs_per_s": median([x["tasks_per_s"] for x in rq[p]]),
-             "nova_redis_cpu_us_per_task": median([x["redis_cpu_us_per_task"] for x in nova[p]]),
-             "rq_redis_cpu_us_per_job": median([x["redis_cpu_us_per_task"] for x in rq[p]]),
-             "nova_over_rq": median([a["tasks_per_s"] / b["tasks_per_s"]
-                                     for a, b in zip(nova[p], rq[p])])}
-            for p in (1, 2, 4)]
-    best = max(rows, key=lambda row: row["nova_tasks_per_s"])
-    rq_best = max(row["rq_jobs_per_s"] for row in rows)
-    return {"nova_tasks_per_s": best["nova_tasks_per_s"], "rq_jobs_per_s": rq_best,
-            "nova_over_rq": best["nova_tasks_per_s"] / rq_best,
-            "nova_over_rq_1proc": rows[0]["nova_over_rq"], "rows": rows,
-            "redis_cost": costs, "round_trip_floor": floor, "tasks": {"nova": n_nova, "rq": n_rq}, "repeats": repeats,
+    rows = [_row(p, runs[p], bull["available"]) for p in PROCESSES]
+    return {**_summary(rows, bull), "rows": rows, "redis_cost": costs, "round_trip_floor": floor,
+            "tasks": {"nova": n_nova, "rq": n_rq, "bullmq": n_nova}, "repeats": repeats,
             "loop": "complete_and_claim: the commit also claims the next task, one round trip",
             "hiredis": _hiredis()}
+
+
+def _row(p: int, runs: dict[Any, list[dict]], with_bull: bool) -> dict[str, Any]:
+    """One process count's medians; nova ÷ RQ and nova ÷ BullMQ (its better concurrency)
+    paired per repeat."""
+    nova, rq = runs["nova"], runs["rq"]
+    row = {"processes": p,
+           "nova_tasks_per_s": median([x["tasks_per_s"] for x in nova]),
+           "rq_jobs_per_s": median([x["tasks_per_s"] for x in rq]),
+           "nova_redis_cpu_us_per_task": median([x["redis_cpu_us_per_task"] for x in nova]),
+           "rq_redis_cpu_us_per_job": median([x["redis_cpu_us_per_task"] for x in rq]),
+           "nova_over_rq": median([a["tasks_per_s"] / b["tasks_per_s"]
+                                   for a, b in zip(nova, rq)]),
+           "nova_redis_script_us_per_task": median([x["redis_script_us_per_task"] for x in nova]),
+           "nova_scripts_per_task": median([x["scripts_per_task"] for x in nova]),
+           "nova_redis_commands_per_task": median([x["redis_commands_per_task"] for x in nova])}
+    if not with_bull:
+        return row
+    for c in BULL_CONCURRENCY:
+        row[f"bullmq_c{c}_jobs_per_s"] = median([x["tasks_per_s"] for x in runs[c]])
+        for key in ("redis_cpu_us_per_task", "redis_script_us_per_task", "scripts_per_task",
+                    "redis_commands_per_task"):
+            row[f"bullmq_c{c}_{key.replace('task', 'job')}"] = median([x[key] for x in runs[c]])
+    bests = [max(x["tasks_per_s"] for x in rep) for rep in zip(*(runs[c]
+                                                                 for c in BULL_CONCURRENCY))]
+    row["nova_over_bullmq"] = median([a["tasks_per_s"] / b for a, b in zip(nova, bests)])
+    return row
+
+
+def _summary(rows: list[dict[str, Any]], bull: dict[str, Any]) -> dict[str, Any]:
+    """The best figures (best ÷ best); BullMQ's only where it ran."""
+    best = max(rows, key=lambda row: row["nova_tasks_per_s"])
+    rq_best = max(row["rq_jobs_per_s"] for row in rows)
+    out = {"nova_tasks_per_s": best["nova_tasks_per_s"], "rq_jobs_per_s": rq_best,
+           "nova_over_rq": best["nova_tasks_per_s"] / rq_best,
+           "nova_over_rq_1proc": rows[0]["nova_over_rq"],
+           "nova_best_processes": best["processes"],
+           "nova_redis_cpu_us_per_task": best["nova_redis_cpu_us_per_task"],
+           "bullmq": {k: v for k, v in bull.items() if k != "node_path"}}
+    if not bull["available"]:
+        return out
+    top, c = max(((row, c) for row in rows for c in BULL_CONCURRENCY),
+                 key=lambda rc: rc[0][f"bullmq_c{rc[1]}_jobs_per_s"])
+    out.update({"bullmq_jobs_per_s": top[f"bullmq_c{c}_jobs_per_s"],
+                "bullmq_best": {"processes": top["processes"], "concurrency": c},
+                "bullmq_redis_cpu_us_per_job": top[f"bullmq_c{c}_redis_cpu_us_per_job"],
+                "nova_over_bullmq": best["nova_tasks_per_s"] / top[f"bullmq_c{c}_jobs_per_s"]})
+    return out
 
 
 def _hiredis() -> bool:

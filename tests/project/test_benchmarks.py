@@ -145,8 +145,9 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     # every target, as the report computes it, is in the document's table
     monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
     targets = _load("report").targets(res)
-    # the saved run predates gray failures, placement, the gateway and the soak
-    assert len(targets) == 19
+    # the saved run predates gray failures, placement, the gateway, the soak and BullMQ
+    assert len(targets) == 21
+    assert [t["met"] for t in targets if "BullMQ" in t["target"]] == [None]  # not run
     assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]  # not run
     assert [t["met"] for t in targets if t["target"].startswith("soak")] == [None]
     for t in targets:
@@ -200,3 +201,65 @@ def test_a_partial_run_rewrites_only_its_own_block(tmp_path, monkeypatch):
     assert "| Redis time per claim, 100 workers, 50 jobs, 10 owners ≤ 200 µs | 422 µs" in block
     assert "**missed**" in block and "alice 33.0 %" in block
     assert list(tmp_path.glob("*.png")) == []  # the full run's plots are not redrawn
+
+
+def test_bullmq_is_skipped_with_a_note_without_node(tmp_path, monkeypatch):
+    """Without ``node`` and ``npm`` on PATH the throughput section runs without BullMQ and
+    says why (no error, no npm call)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no node, no npm
+    bull = _load("bullmq").setup()
+    assert bull["available"] is False
+    assert "node and npm not on PATH" in bull["note"]
+
+
+def _point(rate: float, cpu: float) -> dict:
+    """One run's figures: a third of its Redis CPU inside 1.5 scripts per task."""
+    return {"tasks_per_s": rate, "redis_cpu_us_per_task": cpu,
+            "redis_script_us_per_task": cpu / 3, "scripts_per_task": 1.5,
+            "redis_commands_per_task": cpu / 10}
+
+
+def test_bullmq_figures_and_their_render(monkeypatch):
+    """The throughput section's BullMQ figures from per-repeat points of known rates: medians
+    per process count, nova ÷ BullMQ paired per repeat against BullMQ's better concurrency,
+    best ÷ best, Redis CPU at each one's best; then the targets and the section's columns."""
+    import json
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    throughput, report = _load("throughput"), _load("report")
+    # (nova, RQ, BullMQ c=1, BullMQ c=100) rates of two repeats per process count
+    rates = {1: [(2000, 200, 1500, 8000), (2200, 220, 1500, 4400)],
+             2: [(3000, 300, 2000, 6000), (3000, 300, 2000, 6000)],
+             4: [(3600, 360, 2400, 5000), (3400, 340, 2400, 5000)]}
+    rows = [throughput._row(p, {"nova": [_point(r[0], 150.0 - p) for r in reps],
+                                "rq": [_point(r[1], 900.0) for r in reps],
+                                1: [_point(r[2], 90.0) for r in reps],
+                                100: [_point(r[3], 40.0 + p) for r in reps]}, True)
+            for p, reps in rates.items()]
+    assert rows[0]["bullmq_c100_jobs_per_s"] == 6200  # median of 8000 and 4400
+    assert rows[0]["nova_over_bullmq"] == pytest.approx((2000 / 8000 + 2200 / 4400) / 2)
+    bull = {"available": True, "bullmq": "6.7.0", "ioredis": "6.0.0", "node": "v20",
+            "node_path": "/x"}
+    t = throughput._summary(rows, bull)
+    assert t["bullmq"] == {k: v for k, v in bull.items() if k != "node_path"}
+    assert (t["bullmq_jobs_per_s"], t["bullmq_best"]) == (6200, {"processes": 1,
+                                                                  "concurrency": 100})
+    assert t["nova_over_bullmq"] == pytest.approx(3500 / 6200)  # nova's best: 4 processes
+    assert (t["nova_redis_cpu_us_per_task"], t["bullmq_redis_cpu_us_per_job"]) == (146.0, 41.0)
+    saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
+    res = json.loads(saved.read_text())
+    res["throughput"].update(t, rows=rows, tasks={"nova": 10, "rq": 3, "bullmq": 10})
+    got = {x["target"]: (x["measured"], x["met"]) for x in report.targets(res)}
+    assert got["lifecycle throughput ≥ 1.0 × BullMQ (best ÷ best)"] == (
+        "0.56 × (3500 ÷ 6200 jobs/s, BullMQ at 1 process(es), concurrency 100)", False)
+    assert got["Redis CPU ≤ 40 µs per task at nova's best configuration"] == (
+        "146 µs (4 process(es); BullMQ 41 µs per job at its best)", False)
+    text = report.markdown(res)
+    assert "| BullMQ c=1 jobs/s | BullMQ c=100 jobs/s | nova ÷ RQ | nova ÷ BullMQ |" in text
+    assert "| 1 | 2100 | 210 | 1500 | 6200 | 10.0 | 0.38 | 149 | 900 | 90 | 41 |" in text
+    assert "BullMQ 6.7.0 (ioredis 6.0.0, Node v20)" in text
+    assert "nova ÷ BullMQ 0.56: Redis spends 146 µs of CPU per nova task" in text
+    # scripts and commands per task, the time inside the scripts (a third of the CPU here)
+    assert "| nova-queue | 4 | 146 | 1.50 | 14.6 | 49 |" in text
+    assert "| BullMQ c=100 | 2 | 42 | 1.50 | 4.2 | 14 |" in text
