@@ -229,10 +229,17 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, *,
         log.warning("cannot check the namespace's protocol version yet: %s", exc)
     server = make_web_server(settings, host, port, app)
     log.debug("nova-queue web serving on http://%s:%d", host, server.port)
+    serve_until_interrupted(server, on_ready, state_of(app).close)
+
+
+def serve_until_interrupted(server: BaseWSGIServer, on_ready: Callable[[int], None] | None,
+                            close: Callable[[], None]) -> None:
+    """Tell ``on_ready`` the bound port, serve until interrupted, then close the server and
+    call ``close`` (the app's connections): the web app's and the gateway's ``serve``."""
     if on_ready is not None:
         on_ready(server.port)
     try:
         server.serve_forever()
     finally:
         server.server_close()
-        state_of(app).close()
+        close()

@@ -122,7 +122,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8700, *,
           on_ready: Callable[[int], None] | None = None) -> None:
     """Serve until interrupted, on the server ``nova-queue web`` uses; ``on_ready`` gets the
     bound port (useful with port 0)."""
-    from nova_queue.web.app import make_web_server
+    from nova_queue.web.app import make_web_server, serve_until_interrupted
 
     app = create_app(settings=settings)
     state = app.extensions["nova_gateway"]
@@ -132,11 +132,4 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8700, *,
         protocol.check(state.client.redis, state.client.keys)
     except redis.RedisError as exc:  # Redis not up yet: each request answers 503 meanwhile
         log.warning("cannot check the namespace's protocol version yet: %s", exc)
-    server = make_web_server(settings, host, port, app)
-    if on_ready is not None:
-        on_ready(server.port)
-    try:
-        server.serve_forever()
-    finally:
-        server.server_close()
-        state.close()
+    serve_until_interrupted(make_web_server(settings, host, port, app), on_ready, state.close)
