@@ -26,14 +26,16 @@ from werkzeug.exceptions import HTTPException
 from nova_queue import errors
 from nova_queue.client import NovaClient
 from nova_queue.gateway import routes
-from nova_queue.gateway.auth import RateLimited
+from nova_queue.gateway.auth import AUTH_LUA, RateLimited
+from nova_queue.gateway.results import MAX_HEAD_BYTES
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 
 log = logging.getLogger(__name__)
 
-#: Form fields (the commit, metadata) a commit may add to its result's bytes.
-UPLOAD_OVERHEAD_BYTES = 64 * 1024
+#: What a commit may add to its result's bytes: its JSON (``results.MAX_HEAD_BYTES``) and,
+#: in a multipart body, the parts' headers.
+UPLOAD_OVERHEAD_BYTES = 2 * MAX_HEAD_BYTES
 
 #: exception -> (HTTP status, kind); the first match in this order wins
 _ANSWERS: tuple[tuple[type[Exception], int, str], ...] = (
@@ -60,6 +62,12 @@ class GatewayState:
     settings: Settings
     client: NovaClient
     store: ResultStore
+    #: the token, rate and lease-holder lookup of every request (``auth.py``)
+    auth_script: Any = None
+
+    def __post_init__(self) -> None:
+        if self.auth_script is None:
+            self.auth_script = self.client.redis.register_script(AUTH_LUA)
 
     def close(self) -> None:
         self.client.close()
