@@ -172,12 +172,14 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8700, *,
 def _serve_waitress(app: Flask, host: str, port: int, on_ready: Callable[[int], None] | None,
                     close: Callable[[], None], threads: int) -> None:
     """waitress: HTTP/1.1 keep-alive (werkzeug's server closes every connection), a fixed
-    pool of ``threads``, request bodies buffered before the app runs."""
+    pool of ``threads``; it buffers a request's body before the app runs, up to the app's
+    size limit (413 above, before the app sees it)."""
     from waitress.server import create_server
 
     server = create_server(app, host=host, port=port, threads=threads,
                            connection_limit=CONNECTION_LIMIT, ident="nova-queue-gateway",
-                           clear_untrusted_proxy_headers=True)
+                           clear_untrusted_proxy_headers=True,
+                           max_request_body_size=app.config["MAX_CONTENT_LENGTH"])
     if on_ready is not None:
         on_ready(server.effective_port)
     try:
