@@ -21,6 +21,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -167,6 +168,31 @@ def _answers(url: str) -> bool:
         return False
 
 
+def run_modes(server: RedisServer, folder: Path, modes: list[str], n: int
+              ) -> dict[str, list[float]]:
+    """Each mode in turn, in a fresh namespace: {mode or piece: seconds per call}."""
+    print(f"protocol {protocol.PROTOCOL}; load average {os.getloadavg()}")
+    out: dict[str, list[float]] = {}
+    for i, mode in enumerate(modes):
+        ns = f"prof-{mode}-{i}"
+        settings = Settings(redis_url=server.url, namespace=ns,
+                            store_url=(folder / f"store-{ns}").as_uri())
+        admin = NovaClient.from_settings(settings)
+        try:
+            if mode == "direct":
+                times = direct(settings, n)
+            elif mode == "in_process":
+                times, parts = in_process(settings, admin, n)
+                out.update(parts)
+            else:
+                times = over_http(server, settings, admin, n, folder, mode)
+        finally:
+            admin.close()
+        out.setdefault(mode, []).extend(times)
+    print(f"load average {os.getloadavg()}")
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=300)
@@ -180,26 +206,13 @@ def main() -> int:
     from benchlib import start_redis
 
     server = start_redis()
-    print(f"protocol {protocol.PROTOCOL}; load average {os.getloadavg()}")
-    out: dict[str, list[float]] = {}
-    for i, mode in enumerate(args.modes.split(",")):
-        ns = f"prof-{mode}-{i}"
-        settings = Settings(redis_url=server.url, namespace=ns,
-                            store_url=(folder / f"store-{ns}").as_uri())
-        admin = NovaClient.from_settings(settings)
-        if mode == "direct":
-            times = direct(settings, args.n)
-        elif mode == "in_process":
-            times, parts = in_process(settings, admin, args.n)
-            out.update(parts)
-        else:
-            times = over_http(server, settings, admin, args.n, folder, mode)
-        out.setdefault(mode, []).extend(times)
-        admin.close()
+    try:
+        out = run_modes(server, folder, args.modes.split(","), args.n)
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
     for k, v in out.items():
         print(f"{k:>14}: {_ms(v)} ms  (n={len(v)})")
-    print(f"load average {os.getloadavg()}")
-    server.close()
     return 0
 
 
