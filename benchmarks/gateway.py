@@ -196,10 +196,11 @@ def section(g: dict[str, Any], table: Any) -> list[str]:
             f"{per_run['short_gateway']} gateway."), "",
             ("Where the time goes: the file store's fsyncs and the commit script are the same "
             "in both modes; the gateway adds one HTTP request per task (the result travels "
-            "with its commit), served by Python on both sides, three Redis round trips "
-            "(the token, its rate window, the lease holder) and the multipart parse "
-            "(werkzeug compiles a pattern per boundary). On a machine whose cores are busy, "
-            "each of those waits for a core."), "",
+            "with its commit as one raw body), served by Python on both sides (waitress, "
+            "the connection kept alive), and one Redis round trip before the commit (one "
+            "script: the token, its rate window, the lease holder). "
+            "`benchmarks/gateway_profile.py` times the pieces of one commit. On a machine "
+            "whose cores are busy, each hop (worker, gateway, Redis) waits for a core."), "",
             "Recovery after a gateway worker's kill -9: "
             + ", ".join(f"{s:.2f} s" for s in g["recovery_s"]) + ".", ""]
     return out

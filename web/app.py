@@ -192,8 +192,9 @@ def _register_errors(app: Flask) -> None:
 
 class _NoDelayHandler(WSGIRequestHandler):
     """Sends each answer without Nagle's delay: werkzeug writes the headers and the body
-    separately, and a small second write waits for the peer's delayed ACK (up to 40 ms) on
-    a kept-alive connection, which the gateway's workers use for every call."""
+    separately, and a small second write waits for the peer's delayed ACK (up to 40 ms).
+    (This server closes each connection after one answer; ``nova-queue gateway`` runs on
+    waitress, which keeps them alive, when it is installed.)"""
 
     def setup(self) -> None:
         super().setup()

@@ -8,7 +8,7 @@ under exactly that attempt's write-once key. So the same runtime, claims, execut
 heartbeat, batching, backups, time limits and quarantine run in both modes, and a worker
 behind a gateway holds no Redis or store credentials and only makes outbound requests.
 A result travels with its commit: ``put`` keeps it, and the commit sends it in the same
-request (multipart), so a task costs one request, as it costs one script in direct mode; a
+request (one raw body: the commit's JSON, then the result's bytes), so a task costs one request, as it costs one script in direct mode; a
 retried commit sends it again, and the gateway finds its own earlier write.
 
 Errors keep the runtime's meaning: an unreachable gateway (connection refused or reset, a
@@ -50,6 +50,10 @@ RATE_RETRIES = 5
 MAX_RETRY_AFTER_S = 30.0
 #: Results kept for commits not yet sent; past it the oldest (a commit given up) goes.
 MAX_STAGED = 64
+#: A commit's body: the commit's JSON (its length in the header), then the result's bytes
+#: (the gateway's ``results.RAW_TYPE`` and ``results.HEAD_HEADER``).
+RAW_COMMIT_TYPE = "application/x-nova-commit"
+COMMIT_LENGTH_HEADER = "X-Nova-Commit-Length"
 
 
 class GatewayUnreachable(redis.ConnectionError):
@@ -101,10 +105,12 @@ class GatewayLink:
         return session
 
     def _post(self, path: str, body: Mapping[str, Any] | None = None, *,
-              extra_s: float = 0.0, **kwargs: Any) -> dict[str, Any]:
-        """POST ``body`` as JSON (or ``kwargs``: files and form data); the JSON answer, or the
-        error the gateway's answer names."""
-        headers = {"X-Nova-Worker": self.worker_id} if self.worker_id else {}
+              extra_s: float = 0.0, headers: Mapping[str, str] | None = None,
+              **kwargs: Any) -> dict[str, Any]:
+        """POST ``body`` as JSON (or ``kwargs``: a raw ``data`` body with its ``headers``);
+        the JSON answer, or the error the gateway's answer names."""
+        headers = {**({"X-Nova-Worker": self.worker_id} if self.worker_id else {}),
+                   **(headers or {})}
         timeout = (min(10.0, self.settings.gateway_timeout_s),
                    self.settings.gateway_timeout_s + extra_s)
         connect_tries = rate_tries = 0
@@ -227,17 +233,19 @@ class GatewayLink:
             self._staged.pop(key, None)
 
     def _send_commit(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST a commit with its kept result (multipart). A store failure at the gateway
+        """POST a commit with its kept result: one raw body, the commit's JSON then the
+        result's bytes (``nova_queue/gateway/results.py``). A store failure at the gateway
         counts as unreachable: the executor retries the commit."""
         with self._staged_lock:
             staged = self._staged.get(body["key"])
         if staged is None:  # only after MAX_STAGED commits were given up: let its lease expire
             raise GatewayUnreachable(f"the result of {body['key']} is no longer kept")
         data, content_type, meta = staged
+        head = json.dumps({"commit": body, "content_type": content_type,
+                           "metadata": meta}).encode()
         try:
-            res = self._post("/v1/complete", data={
-                "commit": json.dumps(body), "content_type": content_type,
-                "metadata": json.dumps(meta)}, files={"data": ("result", data, content_type)})
+            res = self._post("/v1/complete", data=head + data, headers={
+                "Content-Type": RAW_COMMIT_TYPE, COMMIT_LENGTH_HEADER: str(len(head))})
         except errors.StaleResultError:
             self.unstage(body["key"])
             raise

@@ -5,6 +5,7 @@ store credentials (``nova_queue/gateway``, ``nova_queue/tokens.py``)."""
 from __future__ import annotations
 
 import datetime
+import signal
 
 import click
 
@@ -80,10 +81,18 @@ def _when(ms: int | None) -> str:
               show_default=True, metavar="HOST:PORT",
               help="Address to listen on (port 0: any free one); put a TLS reverse proxy in "
                    "front of it. Env NOVA_GATEWAY_BIND.")
+@click.option("--server", type=click.Choice(["waitress", "werkzeug"]), default=None,
+              help="HTTP server [default: waitress when installed ('nova-queue[gateway]'), "
+                   "else werkzeug's threaded one].")
+@click.option("--threads", type=click.IntRange(1, 4096), default=64, show_default=True,
+              envvar="NOVA_GATEWAY_THREADS",
+              help="waitress: requests served at once; a claim's long poll holds one for up "
+                   "to 10 s, so give it more than the workers joined. Env "
+                   "NOVA_GATEWAY_THREADS.")
 @shared_options()
 @pass_ctx
 @handle_errors
-def gateway(ctx: Context, bind: str) -> None:
+def gateway(ctx: Context, bind: str, server: str | None, threads: int) -> None:
     """Serve the worker protocol over HTTP for workers with a token (no Redis or store
     credentials on their machines)."""
     host, port = _host_port(bind)
@@ -91,18 +100,24 @@ def gateway(ctx: Context, bind: str) -> None:
         from nova_queue.gateway import serve
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in _GATEWAY_DEPENDENCIES:
-            fail(f"the gateway needs Flask: pip install 'nova-queue[web]' ({exc.name} is "
+            fail(f"the gateway needs Flask: pip install 'nova-queue[gateway]' ({exc.name} is "
                  "missing)")
         raise
+    from nova_queue.gateway.app import default_server
+
+    if server == "waitress" and default_server() != "waitress":
+        fail("--server waitress needs waitress: pip install 'nova-queue[gateway]'")
+    server = server or default_server()
     shown = f"[{host}]" if ":" in host else host
 
     def ready(bound: int) -> None:
         click.echo(f"nova-queue gateway on http://{shown}:{bound}/v1 (namespace "
-                   f"{ctx.settings.namespace}); Ctrl-C to stop", err=True)
+                   f"{ctx.settings.namespace}, {server}); Ctrl-C to stop", err=True)
 
     ctx.client()  # refuse a namespace of another protocol before listening
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # docker stop: as Ctrl-C
     try:
-        serve(ctx.settings, host, port, on_ready=ready)
+        serve(ctx.settings, host, port, on_ready=ready, server=server, threads=threads)
     except OSError as exc:
         fail(f"cannot listen on {bind}: {exc.strerror or exc}")
     except KeyboardInterrupt:

@@ -1,8 +1,8 @@
 """``nova-queue gateway``: the worker protocol over HTTP for machines you do not control.
 
 ``create_app()`` builds the Flask app (``gunicorn 'nova_queue.gateway:create_app()'``
-works); ``nova-queue gateway`` serves it with :func:`serve` on the server ``nova-queue
-web`` uses. See ``app.py`` for what it holds and ``routes.py`` for the calls.
+works); ``nova-queue gateway`` serves it with :func:`serve` on waitress when it is
+installed (``nova-queue[gateway]``), else on the server ``nova-queue web`` uses. See ``app.py`` for what it holds and ``routes.py`` for the calls.
 """
 
 from nova_queue.gateway.app import create_app, serve

@@ -1,6 +1,15 @@
-"""Results without store credentials: a worker sends its result with its commit (a multipart
-``complete``), and the gateway writes it under exactly that attempt's write-once key and
-nowhere else, then runs the commit.
+"""Results without store credentials: a worker sends its result with its commit, and the
+gateway writes it under exactly that attempt's write-once key and nowhere else, then runs
+the commit.
+
+The worker's link sends a commit as one raw body (``Content-Type:`` :data:`RAW_TYPE`): the
+commit's JSON (``{"commit", "content_type", "metadata"}``, its length in the header
+:data:`HEAD_HEADER`, at most :data:`MAX_HEAD_BYTES`), then the result's bytes. The
+gateway reads the JSON first, authenticates the request and reads the lease's holder in one
+round trip (:mod:`~nova_queue.gateway.auth`), and only then the result: no multipart parse,
+and nothing of an unauthenticated body past its head. A multipart body (the commit's JSON
+in the field ``commit``, the result in the file ``data`` with ``content_type`` and
+``metadata``: what the first release's link sends) is accepted too.
 
 The commit names its lease; the gateway checks that the key is that lease's key
 (:func:`~nova_queue.keys.result_key`, the format ``complete`` enforces) and, if the calling
@@ -23,21 +32,92 @@ passing through the gateway (at most the size limit per request in flight).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+from typing import Any
 
 from flask import request
 
 from nova_queue import errors
-from nova_queue.gateway.auth import Caller
+from nova_queue.gateway.auth import HOLDER_FIELDS, Caller
 from nova_queue.keys import RESULT_EXT_RE, result_key
 from nova_queue.models import Lease
 from nova_queue.stores.base import normalize_metadata
 
 log = logging.getLogger(__name__)
 
-_HOLDER_FIELDS = ("state", "worker", "lease_gen", "attempt_id", "b_worker", "b_lease_gen",
-                  "b_attempt_id")
+#: The content type of a raw commit: the commit's JSON, then the result's bytes.
+RAW_TYPE = "application/x-nova-commit"
+#: The header that gives the length of a raw commit's JSON, in bytes.
+HEAD_HEADER = "X-Nova-Commit-Length"
+#: The longest commit JSON (the commit, content type and metadata) a commit may carry.
+MAX_HEAD_BYTES = 64 * 1024
+
+
+@dataclasses.dataclass
+class Upload:
+    """A commit request: the commit's JSON (None if malformed: the error is raised after
+    the request is authenticated) and its result, read when first asked for."""
+
+    head: dict[str, Any] | None
+    raw: bool
+    _data: bytes | None = None
+
+    @classmethod
+    def from_request(cls) -> Upload:
+        """A raw commit's JSON is read now (its head only); a multipart body is parsed when
+        :meth:`commit` is first asked for (after authentication)."""
+        if request.mimetype != RAW_TYPE:
+            return cls(None, raw=False)
+        try:
+            size = int(request.headers.get(HEAD_HEADER, ""))
+            head = (json.loads(request.stream.read(size)) if 0 < size <= MAX_HEAD_BYTES
+                    else None)
+        except ValueError:
+            head = None
+        return cls(head if isinstance(head, dict) else None, raw=True)
+
+    def lease_hint(self) -> str | None:
+        """The task id the commit names, if its head names one (to read its holder with the
+        token); nothing is trusted from it."""
+        commit = self.head.get("commit") if self.head else None
+        lease = commit.get("lease") if isinstance(commit, dict) else None
+        tid = lease.get("task_id") if isinstance(lease, dict) else None
+        return tid if isinstance(tid, str) and 0 < len(tid) <= 256 else None
+
+    def commit(self) -> dict[str, Any]:
+        """The commit's JSON object, or 400."""
+        if not self.raw and self.head is None and request.mimetype == "multipart/form-data":
+            try:
+                self.head = {"commit": json.loads(request.form.get("commit", "")),
+                             "content_type": request.form.get("content_type"),
+                             "metadata": json.loads(request.form.get("metadata") or "{}")}
+            except ValueError:
+                self.head = None
+        body = self.head.get("commit") if self.head else None
+        if not isinstance(body, dict):
+            raise errors.InputError("complete: send the result with the commit: a raw body "
+                                    f"({RAW_TYPE}: {HEAD_HEADER} bytes of JSON with a "
+                                    "'commit' object, then the result) or multipart/form-data "
+                                    "('commit', 'data')")
+        return body
+
+    def data(self, limit: int) -> bytes:
+        """The result's bytes (at most ``limit``: 413 above), read once."""
+        if self._data is None:
+            if self.raw:
+                data = request.stream.read(limit + 1)
+            else:
+                upload = request.files.get("data")
+                if upload is None:
+                    raise errors.InputError("upload: the result goes in the file field 'data'")
+                data = upload.read(limit + 1)
+            if len(data) > limit:
+                raise errors.ResultTooLargeError(
+                    f"the result is larger than the gateway accepts ({limit} bytes)")
+            self._data = data
+        return self._data
 
 
 def lease_key(lease: Lease, key: object) -> str:
@@ -53,25 +133,24 @@ def lease_key(lease: Lease, key: object) -> str:
 
 
 def holds(state, caller: Caller, lease: Lease) -> bool:
-    """Whether the caller holds this attempt of the task now (primary or backup)."""
-    vals = dict(zip(_HOLDER_FIELDS, state.client.redis.hmget(
-        state.client.keys.task(lease.task_id), _HOLDER_FIELDS)))
+    """Whether the caller holds this attempt of the task now (primary or backup): from the
+    fields read with its token when they are this task's, else read now."""
+    vals = caller.task if caller.task_id == lease.task_id else dict(zip(
+        HOLDER_FIELDS, state.client.redis.hmget(state.client.keys.task(lease.task_id),
+                                                HOLDER_FIELDS)))
     gen, aid, wid = str(lease.lease_gen), lease.attempt_id, caller.worker_id
     primary = (vals["worker"], vals["lease_gen"], vals["attempt_id"]) == (wid, gen, aid)
     backup = (vals["b_worker"], vals["b_lease_gen"], vals["b_attempt_id"]) == (wid, gen, aid)
     return vals["state"] == "leased" and (primary or backup)
 
 
-def store_upload(state, caller: Caller, lease: Lease, key: str) -> None:
-    """Write the request's result (form ``content_type``, ``metadata``, file ``data``) under
-    ``lease``'s key (checked by :func:`lease_key`). A retried upload of the same attempt
-    finds its own object and succeeds."""
-    try:
-        worker_meta = json.loads(request.form.get("metadata") or "{}")
-    except ValueError:
-        raise errors.InputError("upload: metadata must be JSON") from None
-    data = _read_data(state.settings.gateway_max_result_bytes)
-    content_type = str(request.form.get("content_type") or "application/octet-stream")[:128]
+def store_upload(state, caller: Caller, lease: Lease, key: str, upload: Upload) -> None:
+    """Write the request's result under ``lease``'s key (checked by :func:`lease_key`). A
+    retried upload of the same attempt finds its own object and succeeds."""
+    worker_meta = upload.head.get("metadata") if upload.head else None
+    data = upload.data(state.settings.gateway_max_result_bytes)
+    content_type = str((upload.head or {}).get("content_type")
+                       or "application/octet-stream")[:128]
     meta = _metadata(worker_meta, lease, caller)
     try:
         state.store.put(key, data, content_type, meta)
@@ -80,17 +159,6 @@ def store_upload(state, caller: Caller, lease: Lease, key: str) -> None:
         if not (info and info.metadata.get("attempt-id") == lease.attempt_id
                 and info.metadata.get("worker-id") == caller.worker_id):
             raise
-
-
-def _read_data(limit: int) -> bytes:
-    upload = request.files.get("data")
-    if upload is None:
-        raise errors.InputError("upload: the result goes in the file field 'data'")
-    data = upload.read(limit + 1)
-    if len(data) > limit:
-        raise errors.ResultTooLargeError(
-            f"the result is larger than the gateway accepts ({limit} bytes)")
-    return data
 
 
 def _metadata(worker_meta: object, lease: Lease, caller: Caller) -> dict[str, str]:

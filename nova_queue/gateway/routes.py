@@ -157,19 +157,19 @@ def renew() -> Any:
 
 @bp.post("/complete")
 def complete() -> Any:
-    """Commit a result, sent with the commit (multipart: the commit's JSON in the field
-    ``commit``, the result in the file ``data`` with ``content_type`` and ``metadata``),
+    """Commit a result, sent with the commit (``results.py``: a raw body, or multipart),
     and claim the next tasks with ``next``. The result is written first if this worker
     holds the lease; if not, the commit script's fence refuses (403) and counts it."""
-    caller = authenticate()
+    upload = results.Upload.from_request()
+    caller = authenticate(task_id=upload.lease_hint())
     state = _state()
-    body = _form_commit()
+    body = upload.commit()
     lease = wire.fenced_lease(body.get("lease"))
     _app(caller, lease.app)
     key = results.lease_key(lease, body.get("key"))
     held = results.holds(state, caller, lease)
     if held:
-        results.store_upload(state, caller, lease, key)
+        results.store_upload(state, caller, lease, key, upload)
     try:
         done, claimed = _commit(caller, lease, key, body)
     except errors.StaleResultError:
@@ -177,7 +177,7 @@ def complete() -> Any:
             results.delete_orphan(state, caller, key)
         raise
     if not held:  # it was claimed between the check and the script: write it now
-        results.store_upload(state, caller, lease, key)
+        results.store_upload(state, caller, lease, key, upload)
     return jsonify({"job_finished": done.job_finished, "replayed": done.replayed,
                     "claimed": wire.claim_to_json(claimed) if claimed is not None else None})
 
@@ -196,19 +196,6 @@ def _commit(caller: Caller, lease, key: str, body: dict[str, Any]):
             app=_app(caller, nxt.get("app")), attempt_ids=_ids(nxt.get("attempt_ids")))
     return client.complete(caller.worker_id, lease, key, run_s=run_s, warm=warm,
                            meta=meta), None
-
-
-def _form_commit() -> dict[str, Any]:
-    if request.mimetype != "multipart/form-data":
-        raise errors.InputError("complete: send the result with the commit "
-                                "(multipart/form-data: 'commit', 'data')")
-    try:
-        body = json.loads(request.form.get("commit", ""))
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        raise errors.InputError("complete: the field 'commit' must be a JSON object")
-    return body
 
 
 @bp.post("/fail")

@@ -92,3 +92,63 @@ def test_the_tokens_commands(redis_url, namespace):
     assert res.exit_code == 0 and res.output.strip() == "no tokens"
     res = run(cli, ["worker", "--token", "x"], env=env)
     assert res.exit_code == 1 and "--gateway" in res.output
+
+
+def _serve_then_stop(argv: list[str], env: dict[str, str], url: str, stop: int) -> dict:
+    """Start the gateway, wait until it answers, send a body over its limit (413), stop it
+    with ``stop``: a hello's answer headers (it must exit 0, with no traceback)."""
+    import subprocess
+
+    import requests
+
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    session = requests.Session()
+
+    def answers() -> bool:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            return session.post(url + "/v1/hello", timeout=2).status_code == 401
+        except requests.RequestException:
+            return False
+
+    try:
+        wait_for(answers, timeout_s=60, interval_s=0.05, message="the gateway")
+        headers = dict(session.post(url + "/v1/hello", timeout=5).headers)
+        too_big = session.post(url + "/v1/complete", data=b"x" * (2048 + 256 * 1024),
+                               headers={"Content-Type": "application/x-nova-commit",
+                                        "X-Nova-Commit-Length": "2"}, timeout=10)
+        assert too_big.status_code == 413, too_big.text  # refused before it is read
+        proc.send_signal(stop)
+        assert proc.wait(15) == 0
+        assert "Traceback" not in proc.stderr.read()
+        return headers
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.mark.parametrize("server", ["waitress", "werkzeug"])
+def test_the_gateway_serves_until_interrupted(redis_url, namespace, tmp_path, server):
+    """``nova-queue gateway --server S`` answers, refuses a body over its size limit (413),
+    keeps a worker's connection alive with waitress (werkzeug's server closes each one),
+    and exits 0 on Ctrl-C (SIGINT) or SIGTERM (``docker stop``)."""
+    import os
+    import signal
+    import sys
+
+    from nova_queue.local import free_port
+
+    port = free_port()
+    env = {**os.environ, "NOVA_REDIS_URL": redis_url, "NOVA_NAMESPACE": namespace,
+           "NOVA_STORE_URL": (tmp_path / "store").as_uri(),
+           "NOVA_GATEWAY_MAX_RESULT_BYTES": "2048"}
+    code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from nova_queue.cli import main; main()")  # SIGINT as in a terminal
+    argv = [sys.executable, "-c", code, "gateway", "--bind", f"127.0.0.1:{port}",
+            "--server", server]
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        headers = _serve_then_stop(argv, env, f"http://127.0.0.1:{port}", stop)
+        closes = headers.get("Connection", "").lower() == "close"
+        assert closes == (server == "werkzeug"), headers
