@@ -320,6 +320,8 @@ class Worker:
         finally:
             self.abandon.done()
         self.claims.settle(outcome.committed, outcome.claimed, outcome.in_doubt)
+        self.claims.note_timing(app, len(leases), outcome.work_s, outcome.commit_calls,
+                                outcome.commit_s)
         if outcome.interrupted:
             raise WorkerShutdown()
         return outcome
