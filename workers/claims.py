@@ -8,7 +8,8 @@ the same ids, so a claim that did run returns the leases it made instead of orph
 them (``claim-12``). How many tasks to ask for: the batch size of the app's last job (its
 params), or more for cheap tasks: enough tasks that their measured work covers
 :data:`COVER_CALLS` commit calls (:meth:`Claims.note_timing`; the claim's completion-time
-rule still trims a batch at the tail), at most 64, within ``--max-tasks``. :class:`Claims`
+rule still trims a batch at the tail), or enough to fill the app's task slots
+(``--concurrency``), at most 64, within ``--max-tasks``. :class:`Claims`
 owns all of this; the executor only returns, from its commit, what its combined claim
 answered.
 """
@@ -51,10 +52,13 @@ class Claims:
     hints and the ``--max-tasks`` budget (``done`` counts committed tasks)."""
 
     def __init__(self, client: NovaClient, worker_id: str, apps: Mapping[str, WorkerApp], *,
-                 max_tasks: int | None, stopping: Callable[[], bool]):
+                 max_tasks: int | None, stopping: Callable[[], bool],
+                 slots: Mapping[str, int] | None = None):
         self.client = client
         self.worker_id = worker_id
         self.apps = apps
+        #: task slots per app (``--concurrency``): a claim asks for enough to fill them
+        self.slots = dict(slots or {})
         self.max_tasks = max_tasks
         self._stopping = stopping
         #: tasks committed so far
@@ -147,11 +151,12 @@ class Claims:
 
     def _fresh_ids(self, app: str, done: int) -> tuple[str, ...]:
         """New attempt ids for a claim of ``app``: the runner's batch size for the last
-        job's params (defaults at first), or cheap_k when that is more, within
-        ``--max-tasks``."""
+        job's params (defaults at first), or cheap_k, or the app's task slots, whichever is
+        most, within ``--max-tasks``."""
         worker_app = self.apps[app]
         params = self._params.get(app) or worker_app.spec.parse_params({})
-        k = max(1, int(worker_app.runner.batch_size(params)), self.cheap_k(app))
+        k = max(1, int(worker_app.runner.batch_size(params)), self.cheap_k(app),
+                min(self.slots.get(app, 1), MAX_CLAIM_K))
         if self.max_tasks is not None:
             k = max(1, min(k, self.max_tasks - done))
         return tuple(secrets.token_hex(8) for _ in range(k))

@@ -1,16 +1,15 @@
 """Runs leased tasks and commits their results: run -> upload (write-once) -> commit.
 
-A result is uploaded under a key that contains job, task, ``lease_gen`` and
-``attempt_id``, then committed through the fenced scripts (:mod:`~nova_queue.workers.commits`):
-with a Redis client, the results of a run's cheap tasks wait (at most :data:`MAX_HOLD_S`,
-at most 64) and go in one ``complete_batch`` call, and the run's last call also claims the
-worker's next tasks in the same round trip; a single result (or a gateway link) goes
-through ``complete`` / ``complete_claim``. :class:`~nova_queue.workers.claims.Claims` says
-for which app and with which attempt ids the last call claims, and the run's
-:class:`RunOutcome` hands the leases back. A commit rejected as stale deletes its orphan
-object; a commit whose outcome is unknown (Redis unreachable for ``COMMIT_RETRY_S``, or the
-worker told to stop while retrying) never deletes anything, so no committed task can point
-at a missing object, and a lost lease is left to expiry.
+A result is uploaded under a key that contains job, task, ``lease_gen`` and ``attempt_id``,
+then committed through the fenced scripts (:mod:`~nova_queue.workers.commits`): with a Redis
+client, a run's results wait (at most :data:`MAX_HOLD_S`, at most 64) and go in one
+``complete_batch`` call; a single result (or any through a gateway link) goes through
+``complete``. The run's last call also claims the next tasks in the same round trip
+(:class:`~nova_queue.workers.claims.Claims` says for which app, with which attempt ids), and
+:class:`RunOutcome` hands their leases back. A commit rejected as stale deletes its orphan
+object; one whose outcome is unknown (Redis unreachable for ``COMMIT_RETRY_S``, or a stop
+while retrying) never deletes anything, so no committed task can point at a missing
+object, and a lost lease is left to expiry.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from nova_queue.workers.apps import AppRunner, WorkerApp
 from nova_queue.workers.claims import NextClaim
 from nova_queue.workers.commits import Commit, Committer, Ready
 from nova_queue.workers.heartbeat import Heartbeat
+from nova_queue.workers.slots import run_batches
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class RunOutcome:
     interrupted: bool = False
     #: tasks dropped while running: their leases were lost (timeout, superseded)
     abandoned: int = 0
-    #: wall seconds the run spent outside commit calls, and in its commit calls (how many)
+    #: seconds the run spent outside commit calls, and in its commit calls (how many)
     work_s: float = 0.0
     commit_s: float = 0.0
     commit_calls: int = 0
@@ -127,10 +127,12 @@ def _fit(value: str, limit: int) -> str:
 
 class Executor:
     """Runs groups of leases of one app for one worker. ``warm``: the runner already ran
-    (the startup benchmark), so the first run counts as warm."""
+    (the startup benchmark), so the first run counts as warm. ``slots``: batches of one job
+    it may run at once (workers/slots.py)."""
 
     def __init__(self, client: NovaClient, store: ResultStore, app: WorkerApp, ctx: AppContext,
-                 heartbeat: Heartbeat, stop_event: threading.Event, *, warm: bool = False):
+                 heartbeat: Heartbeat, stop_event: threading.Event, *, warm: bool = False,
+                 slots: int = 1):
         self.client, self.store, self.ctx = client, store, ctx
         self.spec, self.runner = app.spec, app.runner
         self.heartbeat = heartbeat
@@ -144,6 +146,8 @@ class Executor:
         self.running: frozenset[str] = frozenset()
         self.batch_seq = 0
         self.committer = Committer(client, self.worker_id, stop_event)
+        #: task slots (``--concurrency``): batches of a run the app may run at once
+        self.slots = max(1, slots)
 
     # ---- a run: groups by job, batches by batch size ---------------------------------------
     def run(self, leases: list[Lease],
@@ -188,8 +192,12 @@ class Executor:
             log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
             self.ran_once = False
             self._note_loaded(params, load_s)
-        for i in range(0, len(leases), size):
-            self._run_batch(run, leases[i:i + size], params)
+        batches = [leases[i:i + size] for i in range(0, len(leases), size)]
+        if self.slots > 1 and len(batches) > 1:
+            run_batches(self, run, batches, params)  # up to `slots` batches at once
+            return
+        for batch in batches:
+            self._run_batch(run, batch, params)
 
     def _note_loaded(self, params: dict[str, Any], load_s: float) -> None:
         """Say which model this worker now holds warm (claims prefer its jobs here)."""
@@ -228,14 +236,31 @@ class Executor:
         except (WorkerShutdown, TaskAbandoned):
             raise
         except Exception as exc:  # noqa: BLE001 - report and move on
-            kind = self.runner.classify_error(exc)
-            log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
-            for lease in live:
-                self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}", batch=len(live))
+            self._batch_failed(run, live, exc)
             return
         finally:
             self.in_app = False
             self.running = frozenset()
+        self._take_outputs(run, live, outputs, elapsed, warm)
+
+    def _take_result(self, run: _Run, live: list[Lease], done: Any, warm: bool) -> None:
+        """A batch a task slot ran (``done``: its future): its outputs, or its failure."""
+        try:
+            outputs, elapsed = done.result()
+        except Exception as exc:  # noqa: BLE001 - report and move on
+            self._batch_failed(run, live, exc)
+            return
+        self._take_outputs(run, live, outputs, elapsed, warm)
+
+    def _batch_failed(self, run: _Run, live: list[Lease], exc: Exception) -> None:
+        kind = self.runner.classify_error(exc)
+        log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
+        for lease in live:
+            self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}", batch=len(live))
+
+    def _take_outputs(self, run: _Run, live: list[Lease], outputs: list, elapsed: float,
+                      warm: bool) -> None:
+        """A batch's outputs: each result uploaded and committed, each error reported."""
         self.ran_once = True
         total_cost = sum(lease.cost for lease in live) or 1.0
         for lease, output in zip(live, outputs):
