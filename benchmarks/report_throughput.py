@@ -69,7 +69,7 @@ def _intro(t: dict[str, Any]) -> list[str]:
             if b.get("available") else f" {_bull_note(t)}.")
     return [(
         "No-op tasks. nova-queue: P processes, each a registered worker looping "
-        f"claim (k=1) → commit through `NovaClient` ({loop}; a worker's per-task queue "
+        f"claim → commit through `NovaClient` ({loop}; a worker's per-task queue "
         "work, without the app and the upload). RQ: P `SimpleWorker` processes on no-op jobs. "
         "Rate = tasks ÷ (last commit − first claim); process start-up excluded; "
         f"{t['tasks']['nova']} nova tasks / {t['tasks']['rq']} RQ jobs per point." + bull
@@ -108,6 +108,11 @@ def _rates(t: dict[str, Any]) -> list[str]:
                  f"{t['bullmq_jobs_per_s']:.0f} jobs/s at {b['processes']} process(es), "
                  f"concurrency {b['concurrency']}, Redis CPU "
                  f"{t['bullmq_redis_cpu_us_per_job']:.0f} µs per job)."), ""]
+    if "nova_k1_over_bullmq" in t:
+        out += [(f"One task per call (complete_and_claim at k=1, side by side): best "
+                 f"{t['nova_k1_tasks_per_s']:.0f} tasks/s, {t['nova_k1_over_bullmq']:.2f}× "
+                 f"BullMQ's best, Redis CPU {t['nova_k1_redis_cpu_us_per_task']:.0f} µs per "
+                 "task."), ""]
     return out
 
 

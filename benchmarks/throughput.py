@@ -1,8 +1,11 @@
 """Lifecycle throughput: no-op tasks claimed and committed per second, against RQ
 SimpleWorker jobs per second on the same Redis; and Redis CPU per claim and per commit.
 
-nova-queue: P processes, each a registered worker looping ``claim(k=1) → complete`` through
-``NovaClient`` (what a worker does around every task, minus the app and the upload).
+nova-queue: P processes, each a registered worker looping through ``NovaClient`` as a
+worker does around no-op tasks, minus the app and the upload: ``claim(k=64)`` then
+``complete_batch`` of the leases with the next claim of 64 in the same call (what the worker
+claims for tasks far cheaper than a round trip); and, side by side, the one-task-per-call loop
+of before (``complete_and_claim`` at k=1, ``nova_k1_*``).
 RQ: P ``SimpleWorker`` processes on a queue of no-op jobs (RQ's full job lifecycle).
 BullMQ (when ``node`` and ``npm`` are on PATH, ``bullmq.py``): P processes, each one Worker
 with concurrency 1 or 100, on no-op jobs added with addBulk beforehand.
@@ -22,10 +25,13 @@ from benchlib import evalsha_stats, log, median, per_task_scripts, redis_cpu_s, 
 from fleet import start_pull_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.batch_calls import BatchCommit
 from nova_queue.keys import result_key
 from nova_queue.local import RedisServer, wait_for
 
 APP = "noop"
+#: tasks per claim and per batched commit in the nova loop (the worker's cheap_k for no-ops)
+BATCH_K = 64
 LONG_TTL_S = 600.0  # no heartbeats run here: leases and registrations must not expire
 
 
@@ -57,19 +63,42 @@ def _nova_loop(url: str, ns: str, worker_id: str, barrier: Any, out: Any) -> Non
     out.put((first, time.time(), n))
 
 
+def _nova_batch_loop(url: str, ns: str, worker_id: str, barrier: Any, out: Any) -> None:
+    client = _client(url, ns)
+    _register(client, worker_id)
+    barrier.wait()
+    first, n = time.time(), 0
+    res = client.claim(worker_id, APP, BATCH_K)
+    while True:
+        if res is None or res.status != "ok":
+            if (res is not None and res.status == "empty") or client.pending_count(APP) == 0:
+                break
+            res = client.claim(worker_id, APP, BATCH_K)
+            continue
+        n += len(res.leases)
+        # as the worker does for cheap tasks: one call commits them all and claims the next
+        res = client.complete_batch(
+            worker_id, [BatchCommit(x, _key(x), 0.0, True) for x in res.leases], app=APP,
+            k=BATCH_K).claimed
+    out.put((first, time.time(), n))
+
+
 def _key(lease: Any) -> str:
     """The result key a commit of ``lease`` names (``complete`` accepts no other)."""
     return result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
 
 
-def nova_rate(server: RedisServer, processes: int, n_tasks: int) -> dict[str, float]:
-    """Claim → commit per second with ``processes`` worker processes."""
+def nova_rate(server: RedisServer, processes: int, n_tasks: int,
+              batched: bool = True) -> dict[str, float]:
+    """Claim → commit per second with ``processes`` worker processes (``batched``: k=64
+    claims and batched commits, else one task per call)."""
     ns = f"tp-{processes}-{uuid.uuid4().hex[:6]}"
     client = _client(server.url, ns)
     client.enqueue(APP, [TaskSpec(f"noop {i}", 1.0) for i in range(n_tasks)])
     ctx = mp.get_context("fork")
     barrier, out = ctx.Barrier(processes + 1), ctx.Queue()
-    procs = [ctx.Process(target=_nova_loop, args=(server.url, ns, f"tp{i}", barrier, out))
+    loop = _nova_batch_loop if batched else _nova_loop
+    procs = [ctx.Process(target=loop, args=(server.url, ns, f"tp{i}", barrier, out))
              for i in range(processes)]
     for p in procs:
         p.start()
@@ -219,14 +248,16 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool,
     bull = bullmq.setup()
     if not bull["available"]:
         log(bull["note"])
-    runs: dict[int, dict[Any, list[dict]]] = {p: {"nova": [], "rq": [], **{
+    runs: dict[int, dict[Any, list[dict]]] = {p: {"nova": [], "nova_k1": [], "rq": [], **{
         c: [] for c in BULL_CONCURRENCY}} for p in PROCESSES}
     for rep in range(repeats):
         for p in PROCESSES:
             log(f"throughput {rep + 1}/{repeats}: {p} process(es)")
             runs[p]["nova"].append(nova_rate(server, p, n_nova))
+            runs[p]["nova_k1"].append(nova_rate(server, p, n_nova, batched=False))
             runs[p]["rq"].append(rq_rate(server, p, n_rq, folder))
-            line = (f"  nova {runs[p]['nova'][-1]['tasks_per_s']:.0f}/s, "
+            line = (f"  nova {runs[p]['nova'][-1]['tasks_per_s']:.0f}/s "
+                    f"(k=1: {runs[p]['nova_k1'][-1]['tasks_per_s']:.0f}/s), "
                     f"RQ {runs[p]['rq'][-1]['tasks_per_s']:.0f}/s")
             for c in BULL_CONCURRENCY if bull["available"] else ():
                 runs[p][c].append(bullmq.rate(server, bull, p, c, n_nova, folder / "bullmq"))
@@ -240,7 +271,9 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool,
     rows = [_row(p, runs[p], bull["available"]) for p in PROCESSES]
     return {**_summary(rows, bull), "rows": rows, "redis_cost": costs, "round_trip_floor": floor,
             "tasks": {"nova": n_nova, "rq": n_rq, "bullmq": n_nova}, "repeats": repeats,
-            "loop": "complete_and_claim: the commit also claims the next task, one round trip",
+            "loop": (f"claim k={BATCH_K}, then complete_batch of the leases with the next "
+                     f"claim in the same call; nova_k1_*: complete_and_claim, one task per "
+                     f"round trip"),
             "hiredis": _hiredis()}
 
 
@@ -258,6 +291,12 @@ def _row(p: int, runs: dict[Any, list[dict]], with_bull: bool) -> dict[str, Any]
            "nova_redis_script_us_per_task": median([x["redis_script_us_per_task"] for x in nova]),
            "nova_scripts_per_task": median([x["scripts_per_task"] for x in nova]),
            "nova_redis_commands_per_task": median([x["redis_commands_per_task"] for x in nova])}
+    k1 = runs.get("nova_k1") or []
+    if k1:
+        row["nova_k1_tasks_per_s"] = median([x["tasks_per_s"] for x in k1])
+        row["nova_k1_redis_cpu_us_per_task"] = median([x["redis_cpu_us_per_task"] for x in k1])
+        row["nova_k1_redis_commands_per_task"] = median([x["redis_commands_per_task"]
+                                                         for x in k1])
     if not with_bull:
         return row
     for c in BULL_CONCURRENCY:
@@ -268,6 +307,8 @@ def _row(p: int, runs: dict[Any, list[dict]], with_bull: bool) -> dict[str, Any]
     bests = [max(x["tasks_per_s"] for x in rep) for rep in zip(*(runs[c]
                                                                  for c in BULL_CONCURRENCY))]
     row["nova_over_bullmq"] = median([a["tasks_per_s"] / b for a, b in zip(nova, bests)])
+    if k1:
+        row["nova_k1_over_bullmq"] = median([a["tasks_per_s"] / b for a, b in zip(k1, bests)])
     return row
 
 
@@ -285,6 +326,13 @@ def _summary(rows: list[dict[str, Any]], bull: dict[str, Any]) -> dict[str, Any]
         return out
     top, c = max(((row, c) for row in rows for c in BULL_CONCURRENCY),
                  key=lambda rc: rc[0][f"bullmq_c{rc[1]}_jobs_per_s"])
+    k1 = [row for row in rows if "nova_k1_tasks_per_s" in row]
+    if k1:  # the one-task-per-call loop of before, best ÷ best
+        best_k1 = max(k1, key=lambda row: row["nova_k1_tasks_per_s"])
+        out.update({"nova_k1_tasks_per_s": best_k1["nova_k1_tasks_per_s"],
+                    "nova_k1_redis_cpu_us_per_task": best_k1["nova_k1_redis_cpu_us_per_task"],
+                    "nova_k1_over_bullmq": (best_k1["nova_k1_tasks_per_s"]
+                                            / top[f"bullmq_c{c}_jobs_per_s"])})
     out.update({"bullmq_jobs_per_s": top[f"bullmq_c{c}_jobs_per_s"],
                 "bullmq_best": {"processes": top["processes"], "concurrency": c},
                 "bullmq_redis_cpu_us_per_job": top[f"bullmq_c{c}_redis_cpu_us_per_job"],

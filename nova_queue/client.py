@@ -18,6 +18,7 @@ from typing import Any
 import redis
 
 from nova_queue import errors
+from nova_queue.batch_calls import BatchCalls
 from nova_queue.connection import connect
 from nova_queue.jobspec import job_fields
 from nova_queue.keys import JOB_ID_RE, Keyspace, split_task_id, task_id
@@ -34,7 +35,6 @@ from nova_queue.placement import Requirement
 from nova_queue.retention import RetentionCalls
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
-from nova_queue.worker_calls import WorkerCalls
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def new_job_id() -> str:
     return stamp + rand
 
 
-class NovaClient(WorkerCalls, RetentionCalls):
+class NovaClient(BatchCalls, RetentionCalls):
     """One namespace of one Redis; thread-safe (redis-py pools connections)."""
 
     def __init__(self, client: redis.Redis, *, settings: Settings | None = None,

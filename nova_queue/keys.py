@@ -13,8 +13,8 @@ patterns (``lua/includes/common.lua``).
 
 Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
 Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
-G register, D deregister, T retry, A abort, Q quarantine, L loaded (complete_claim writes as
-K, then as C), Y the retention sweep (expire) and purge, O doctor's repairs, U an admin
+G register, D deregister, T retry, A abort, Q quarantine, L loaded (complete_claim and
+complete_batch write as K, then as C), Y the retention sweep (expire) and purge, O doctor's repairs, U an admin
 through the client (shares, the usage half-life), and B the web gallery (its own unlock
 state, nothing else), N ``nova-queue tokens`` and H the gateway. Readers: W worker runtime, U CLI/API, B web gallery, M metrics,
 Q post-processing, H the gateway.

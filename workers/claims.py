@@ -5,15 +5,20 @@ ones in the same round trip (``complete_claim``): its answer is *prefetched* and
 claim for that app returns it without asking Redis again. A claim whose reply was lost
 (Redis unreachable) leaves its attempt ids *in doubt*: the next claim for that app sends
 the same ids, so a claim that did run returns the leases it made instead of orphaning
-them (``claim-12``). How many tasks to ask for follows the batch size of the app's last
-job (its params), within ``--max-tasks``. :class:`Claims` owns all of this; the executor
-only returns, from its commit, what its combined claim answered.
+them (``claim-12``). How many tasks to ask for: the batch size of the app's last job (its
+params), or more for cheap tasks: enough tasks that their measured work covers
+:data:`COVER_CALLS` commit calls (:meth:`Claims.note_timing`; the claim's completion-time
+rule still trims a batch at the tail), or enough to fill the app's task slots
+(``--concurrency``), at most 64, within ``--max-tasks``. :class:`Claims`
+owns all of this; the executor only returns, from its commit, what its combined claim
+answered.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -21,10 +26,17 @@ from typing import Any
 import redis
 
 from nova_queue.client import NovaClient
+from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult
 from nova_queue.workers.apps import WorkerApp
 
 log = logging.getLogger(__name__)
+
+#: A claim of cheap tasks asks for enough of them that their work takes this many of the
+#: worker's commit calls (claim and commit overhead then stays a fraction of the work).
+COVER_CALLS = 4
+#: Weight of a new run in the moving averages of task time and commit-call time.
+TIMING_ALPHA = 0.3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +52,13 @@ class Claims:
     hints and the ``--max-tasks`` budget (``done`` counts committed tasks)."""
 
     def __init__(self, client: NovaClient, worker_id: str, apps: Mapping[str, WorkerApp], *,
-                 max_tasks: int | None, stopping: Callable[[], bool]):
+                 max_tasks: int | None, stopping: Callable[[], bool],
+                 slots: Mapping[str, int] | None = None):
         self.client = client
         self.worker_id = worker_id
         self.apps = apps
+        #: task slots per app (``--concurrency``): a claim asks for enough to fill them
+        self.slots = dict(slots or {})
         self.max_tasks = max_tasks
         self._stopping = stopping
         #: tasks committed so far
@@ -53,6 +68,9 @@ class Claims:
         self._params: dict[str, dict[str, Any]] = {}
         #: the quarantine reason last logged ("" while not quarantined)
         self._quarantine = ""
+        #: moving averages: seconds of work per task by app, seconds per commit call
+        self._task_s: dict[str, float] = {}
+        self._call_s: float | None = None
 
     def reached_max(self) -> bool:
         """Whether ``--max-tasks`` tasks are committed."""
@@ -101,6 +119,29 @@ class Claims:
         if in_doubt is not None:
             self._in_doubt[in_doubt.app] = in_doubt.attempt_ids
 
+    def note_timing(self, app: str, tasks: int, work_s: float, calls: int,
+                    calls_s: float) -> None:
+        """A run of ``tasks`` tasks of ``app`` worked ``work_s`` seconds (running and
+        uploading, commits not counted) and made ``calls`` commit calls in ``calls_s``."""
+        if tasks > 0 and work_s >= 0:
+            task_s = work_s / tasks
+            old = self._task_s.get(app)
+            self._task_s[app] = task_s if old is None else old + TIMING_ALPHA * (task_s - old)
+        if calls > 0:
+            call_s = calls_s / calls
+            old_call = self._call_s
+            self._call_s = call_s if old_call is None else (
+                old_call + TIMING_ALPHA * (call_s - old_call))
+
+    def cheap_k(self, app: str) -> int:
+        """How many tasks of ``app`` cover COVER_CALLS commit calls of work (1 until both
+        are measured; at most 64)."""
+        task_s, call_s = self._task_s.get(app), self._call_s
+        if task_s is None or call_s is None:
+            return 1
+        want = COVER_CALLS * call_s / max(task_s, 1e-6)
+        return max(1, min(MAX_CLAIM_K, math.ceil(want)))
+
     def note_params(self, app: str, raw: Mapping[str, Any]) -> None:
         """Size the next claims of ``app`` for a job with these params (e.g. its image size)."""
         try:
@@ -110,10 +151,12 @@ class Claims:
 
     def _fresh_ids(self, app: str, done: int) -> tuple[str, ...]:
         """New attempt ids for a claim of ``app``: the runner's batch size for the last
-        job's params (defaults at first), within ``--max-tasks``."""
+        job's params (defaults at first), or cheap_k, or the app's task slots, whichever is
+        most, within ``--max-tasks``."""
         worker_app = self.apps[app]
         params = self._params.get(app) or worker_app.spec.parse_params({})
-        k = max(1, int(worker_app.runner.batch_size(params)))
+        k = max(1, int(worker_app.runner.batch_size(params)), self.cheap_k(app),
+                min(self.slots.get(app, 1), MAX_CLAIM_K))
         if self.max_tasks is not None:
             k = max(1, min(k, self.max_tasks - done))
         return tuple(secrets.token_hex(8) for _ in range(k))

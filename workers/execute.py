@@ -1,13 +1,15 @@
 """Runs leased tasks and commits their results: run -> upload (write-once) -> commit.
 
-A result is uploaded under a key that contains job, task, ``lease_gen`` and
-``attempt_id``, then committed through the fenced ``complete`` script — for the last task
-of a run, ``complete_claim``, which also claims the worker's next tasks in the same round
-trip (:class:`~nova_queue.workers.claims.Claims` says for which app and with which attempt
-ids) and hands their leases back as the run's :class:`RunOutcome`. A commit rejected as
-stale deletes its orphan object; a commit whose outcome is unknown (Redis unreachable for
-:data:`COMMIT_RETRY_S`, or the worker told to stop while retrying) never deletes anything,
-so no committed task can point at a missing object, and a lost lease is left to expiry.
+A result is uploaded under a key that contains job, task, ``lease_gen`` and ``attempt_id``,
+then committed through the fenced scripts (:mod:`~nova_queue.workers.commits`): with a Redis
+client, a run's results wait (at most :data:`MAX_HOLD_S`, at most 64) and go in one
+``complete_batch`` call; a single result (or any through a gateway link) goes through
+``complete``. The run's last call also claims the next tasks in the same round trip
+(:class:`~nova_queue.workers.claims.Claims` says for which app, with which attempt ids), and
+:class:`RunOutcome` hands their leases back. A commit rejected as stale deletes its orphan
+object; one whose outcome is unknown (Redis unreachable for ``COMMIT_RETRY_S``, or a stop
+while retrying) never deletes anything, so no committed task can point at a missing
+object, and a lost lease is left to expiry.
 """
 
 from __future__ import annotations
@@ -30,19 +32,21 @@ from nova_queue.errors import (
     StaleResultError,
     StoreError,
 )
+from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.stores import ResultStore, result_key
 from nova_queue.stores.base import encode_metadata_value
 from nova_queue.workers.apps import AppRunner, WorkerApp
 from nova_queue.workers.claims import NextClaim
+from nova_queue.workers.commits import Commit, Committer, Ready
 from nova_queue.workers.heartbeat import Heartbeat
+from nova_queue.workers.slots import run_batches
 
 log = logging.getLogger(__name__)
 
-#: How long a worker keeps retrying a commit while Redis is unreachable.
-COMMIT_RETRY_S = 60.0
-#: Pause between two tries of a commit.
-COMMIT_RETRY_INTERVAL_S = 1.0
+#: Longest a run holds an uploaded result before it commits the results it holds (checked
+#: before each batch the app runs; a run's last results go with its last call).
+MAX_HOLD_S = 0.25
 #: Longest prompt excerpt stored in object metadata (encoded bytes).
 PROMPT_META_BYTES = 600
 
@@ -73,15 +77,10 @@ class RunOutcome:
     interrupted: bool = False
     #: tasks dropped while running: their leases were lost (timeout, superseded)
     abandoned: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class Commit:
-    """How a commit ended: ``committed``, ``stale`` (rejected) or ``unknown``."""
-
-    state: str
-    claimed: ClaimResult | None = None
-    error: str = ""
+    #: seconds the run spent outside commit calls, and in its commit calls (how many)
+    work_s: float = 0.0
+    commit_s: float = 0.0
+    commit_calls: int = 0
 
 
 @dataclasses.dataclass
@@ -91,6 +90,9 @@ class _Run:
     outcome: RunOutcome
     last_task: str | None
     next_claim: Callable[[int], NextClaim | None] | None
+    #: uploaded results not committed yet (batched commits), and since when
+    ready: list[Ready] = dataclasses.field(default_factory=list)
+    ready_since: float = 0.0
 
 
 def run_app(runner: AppRunner, ctx: AppContext, tasks: Sequence[TaskInput]
@@ -125,10 +127,12 @@ def _fit(value: str, limit: int) -> str:
 
 class Executor:
     """Runs groups of leases of one app for one worker. ``warm``: the runner already ran
-    (the startup benchmark), so the first run counts as warm."""
+    (the startup benchmark), so the first run counts as warm. ``slots``: batches of one job
+    it may run at once (workers/slots.py)."""
 
     def __init__(self, client: NovaClient, store: ResultStore, app: WorkerApp, ctx: AppContext,
-                 heartbeat: Heartbeat, stop_event: threading.Event, *, warm: bool = False):
+                 heartbeat: Heartbeat, stop_event: threading.Event, *, warm: bool = False,
+                 slots: int = 1):
         self.client, self.store, self.ctx = client, store, ctx
         self.spec, self.runner = app.spec, app.runner
         self.heartbeat = heartbeat
@@ -141,6 +145,9 @@ class Executor:
         #: abandons a batch whose every lease is lost (TaskAbandoned)
         self.running: frozenset[str] = frozenset()
         self.batch_seq = 0
+        self.committer = Committer(client, self.worker_id, stop_event)
+        #: task slots (``--concurrency``): batches of a run the app may run at once
+        self.slots = max(1, slots)
 
     # ---- a run: groups by job, batches by batch size ---------------------------------------
     def run(self, leases: list[Lease],
@@ -153,12 +160,18 @@ class Executor:
             by_job.setdefault(lease.job_id, []).append(lease)
         groups = list(by_job.values())
         run = _Run(RunOutcome(), groups[-1][-1].task_id if groups else None, next_claim)
+        started, calls_s, calls = time.perf_counter(), self.committer.calls_s, self.committer.calls
         try:
             for group in groups:
                 self._run_job_group(run, group)
         except WorkerShutdown:
             run.outcome.interrupted = True
-        return run.outcome
+        self._flush(run, last=not run.outcome.interrupted)
+        out = run.outcome
+        out.commit_s, out.commit_calls = (self.committer.calls_s - calls_s,
+                                          self.committer.calls - calls)
+        out.work_s = time.perf_counter() - started - out.commit_s
+        return out
 
     def _run_job_group(self, run: _Run, leases: list[Lease]) -> None:
         try:
@@ -179,8 +192,12 @@ class Executor:
             log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
             self.ran_once = False
             self._note_loaded(params, load_s)
-        for i in range(0, len(leases), size):
-            self._run_batch(run, leases[i:i + size], params)
+        batches = [leases[i:i + size] for i in range(0, len(leases), size)]
+        if self.slots > 1 and len(batches) > 1:
+            run_batches(self, run, batches, params)  # up to `slots` batches at once
+            return
+        for batch in batches:
+            self._run_batch(run, batch, params)
 
     def _note_loaded(self, params: dict[str, Any], load_s: float) -> None:
         """Say which model this worker now holds warm (claims prefer its jobs here)."""
@@ -193,6 +210,8 @@ class Executor:
             log.warning("could not record the load of %s (%s)", model, exc)
 
     def _run_batch(self, run: _Run, leases: list[Lease], params: dict[str, Any]) -> None:
+        if run.ready and time.perf_counter() - run.ready_since >= MAX_HOLD_S:
+            self._flush(run, last=False)
         live = [lease for lease in leases if not self._lost(run, lease)]
         if not live:
             return
@@ -217,14 +236,31 @@ class Executor:
         except (WorkerShutdown, TaskAbandoned):
             raise
         except Exception as exc:  # noqa: BLE001 - report and move on
-            kind = self.runner.classify_error(exc)
-            log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
-            for lease in live:
-                self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}", batch=len(live))
+            self._batch_failed(run, live, exc)
             return
         finally:
             self.in_app = False
             self.running = frozenset()
+        self._take_outputs(run, live, outputs, elapsed, warm)
+
+    def _take_result(self, run: _Run, live: list[Lease], done: Any, warm: bool) -> None:
+        """A batch a task slot ran (``done``: its future): its outputs, or its failure."""
+        try:
+            outputs, elapsed = done.result()
+        except Exception as exc:  # noqa: BLE001 - report and move on
+            self._batch_failed(run, live, exc)
+            return
+        self._take_outputs(run, live, outputs, elapsed, warm)
+
+    def _batch_failed(self, run: _Run, live: list[Lease], exc: Exception) -> None:
+        kind = self.runner.classify_error(exc)
+        log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
+        for lease in live:
+            self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}", batch=len(live))
+
+    def _take_outputs(self, run: _Run, live: list[Lease], outputs: list, elapsed: float,
+                      warm: bool) -> None:
+        """A batch's outputs: each result uploaded and committed, each error reported."""
         self.ran_once = True
         total_cost = sum(lease.cost for lease in live) or 1.0
         for lease, output in zip(live, outputs):
@@ -247,18 +283,39 @@ class Executor:
     # ---- a task's result: upload, commit, settle ---------------------------------------------
     def _finish(self, run: _Run, lease: Lease, output: TaskOutput, run_s: float,
                 warm: bool) -> None:
-        """Upload the result, commit it (claiming next if it is the run's last task), and
-        stop renewing the lease."""
+        """Upload the result and commit it: at once through a gateway link, else with the
+        run's other results (:meth:`_flush`)."""
         if self._lost(run, lease):
             return
         key = self._upload(run, lease, output)
         if key is None:
             return  # reported as failed
+        ready = Ready(lease, key, run_s, warm, self._provenance(output))
+        if self.committer.batched:
+            if not run.ready:
+                run.ready_since = time.perf_counter()
+            run.ready.append(ready)
+            if len(run.ready) >= MAX_CLAIM_K:
+                self._flush(run, last=False)
+            return
         plan = (run.next_claim(run.outcome.committed)
                 if run.next_claim is not None and lease.task_id == run.last_task else None)
-        commit = self._commit(lease, key, run_s, warm, self._provenance(output), plan)
-        self._settle(run, key, plan, commit)
+        self._settle(run, key, plan, self.committer.one(ready, plan))
         self.heartbeat.drop(lease)
+
+    def _flush(self, run: _Run, *, last: bool) -> None:
+        """Commit the results the run holds in one call; ``last``: the run's last call,
+        which also claims what ``next_claim`` says (with the run's commits so far)."""
+        ready, run.ready = run.ready, []
+        if not ready:
+            return
+        plan = (run.next_claim(run.outcome.committed + len(ready) - 1)
+                if last and run.next_claim is not None else None)
+        commits = (self.committer.many(ready, plan) if len(ready) > 1
+                   else [self.committer.one(ready[0], plan)])
+        for i, (r, commit) in enumerate(zip(ready, commits, strict=True)):
+            self._settle(run, r.key, plan if i == len(ready) - 1 else None, commit)
+            self.heartbeat.drop(r.lease)
 
     def _upload(self, run: _Run, lease: Lease, output: TaskOutput) -> str | None:
         """Put the result under its write-once key; the key, or None after reporting why not."""
@@ -310,42 +367,6 @@ class Executor:
                           worker=self.ctx.worker_name, content_type=output.content_type,
                           bytes=str(len(output.data)))
         return provenance
-
-    def _commit(self, lease: Lease, key: str, run_s: float, warm: bool, meta: dict[str, str],
-                plan: NextClaim | None) -> Commit:
-        """Commit, retrying while Redis is unreachable, for at most COMMIT_RETRY_S and never
-        past a stop request (each retry is idempotent: same lease, key and attempt ids)."""
-        deadline = time.monotonic() + COMMIT_RETRY_S
-        while True:
-            try:
-                return self._send_commit(lease, key, run_s, warm, meta, plan)
-            except StaleResultError as exc:
-                return Commit("stale", error=str(exc))
-            except redis.RedisError as exc:
-                if time.monotonic() > deadline:
-                    log.error("could not commit %s (%s); leaving it to lease expiry",
-                              lease.task_id, exc)
-                    return Commit("unknown", error=str(exc))
-                if self.stop_event.is_set():
-                    break
-                log.warning("commit of %s failed (%s); retrying", lease.task_id, exc)
-                if self.stop_event.wait(COMMIT_RETRY_INTERVAL_S):
-                    break
-        log.warning("stopping: the commit of %s is unconfirmed; keeping its object and "
-                    "leaving the lease to expiry", lease.task_id)
-        return Commit("unknown", error="stopped while retrying")
-
-    def _send_commit(self, lease: Lease, key: str, run_s: float, warm: bool,
-                     meta: dict[str, str], plan: NextClaim | None) -> Commit:
-        """One commit script call: ``complete``, or ``complete_claim`` with ``plan``."""
-        if plan is None:
-            self.client.complete(self.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta)
-            return Commit("committed")
-        _, claimed = self.client.complete_and_claim(
-            self.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta, app=plan.app,
-            attempt_ids=plan.attempt_ids)
-        # claimed is None when the worker is not registered: the next claim says so
-        return Commit("committed", claimed=claimed)
 
     def _settle(self, run: _Run, key: str, plan: NextClaim | None, commit: Commit) -> None:
         """Count the commit; keep what it claimed; delete the object of a rejected one; a

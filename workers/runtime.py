@@ -4,15 +4,14 @@ both modes: direct (Redis and the store) or through a gateway (``--gateway``: th
 :mod:`~nova_queue.workers.link` stands in for both).
 
 The loop reads as named steps (rq's ``work()``): stop at the ``--max-tasks`` budget, claim
-for each app in turn (:meth:`Worker._claim_round`), run what was claimed
-(:meth:`Worker._execute`: the run's last commit claims the next tasks in the same round
-trip, and :class:`~nova_queue.workers.claims.Claims` keeps the answer), pause while the
-result store fails, or wait for work on the event stream. Every exit logs why.
+for each app in turn (:meth:`Worker._claim_round`), run what was claimed (:meth:`_execute`,
+with ``--concurrency`` slots where the app allows: the run's last commit claims the next
+tasks in the same round trip, and :class:`~nova_queue.workers.claims.Claims` keeps the
+answer), pause while the store fails, or wait for work on the event stream.
 
-A running batch whose every lease is lost (it ran past its run-time limit, or a backup
-attempt elsewhere committed first) is abandoned: the heartbeat thread hears it and
-interrupts the app, and the worker claims again; an app that does not stop in time ends
-the process for a restart (:mod:`~nova_queue.workers.abandon`).
+A running batch whose every lease is lost (past its run-time limit, or a backup elsewhere
+committed first) is abandoned: the heartbeat thread interrupts the app and the worker claims
+again; an app that does not stop in time ends the process (:mod:`~nova_queue.workers.abandon`).
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from nova_queue.workers.link import GatewayLink, GatewayStore
 from nova_queue.workers.node import Node, load_or_create_node, new_worker_id
 from nova_queue.workers.record import registry_fields
 from nova_queue.workers.redis_wait import wait_for_redis
+from nova_queue.workers.slots import app_slots
 from nova_queue.workers.startup import AppBenchmark, benchmark_app
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,8 @@ class WorkerOptions:
     benchmark: bool = True
     #: seconds the matmul device score (registered as ``gflops``) may take; 0 skips it
     device_score_s: float = 0.3
+    #: task slots for apps that declare it safe (``--concurrency``, workers/slots.py)
+    concurrency: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,11 +140,13 @@ class Worker:
                                    self.settings.heartbeat_interval_s, self.register,
                                    on_lost=self._on_leases_lost)
         self.abandon.bind(self.worker_id, self.heartbeat)
+        slots = app_slots(self.apps, self.options.concurrency)  # --concurrency, where safe
         self.executors = {
             name: Executor(self.client, self.store, app, self.ctx, self.heartbeat,
-                           self.stop_event, warm=self.benchmarks[name].runs > 0)
+                           self.stop_event, warm=self.benchmarks[name].runs > 0,
+                           slots=slots[name])
             for name, app in self.apps.items()}  # warm: the benchmark ran the app
-        self.claims = Claims(self.client, self.worker_id, self.apps,
+        self.claims = Claims(self.client, self.worker_id, self.apps, slots=slots,
                              max_tasks=self.options.max_tasks, stopping=self.stop_event.is_set)
         self._retry_redis(self.register)  # Redis may have gone away during the benchmark
         if not self._registered:  # stopped while waiting
@@ -320,6 +324,8 @@ class Worker:
         finally:
             self.abandon.done()
         self.claims.settle(outcome.committed, outcome.claimed, outcome.in_doubt)
+        self.claims.note_timing(app, len(leases), outcome.work_s, outcome.commit_calls,
+                                outcome.commit_s)
         if outcome.interrupted:
             raise WorkerShutdown()
         return outcome

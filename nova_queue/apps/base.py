@@ -76,6 +76,10 @@ class AppSpec:
     #: The worker half, ``"module:Class"`` (an ``AppRunner`` subclass), resolved lazily by the
     #: worker. Empty for an :class:`App`, which is its own runner.
     runner: ClassVar[str] = ""
+    #: True if the runner may run several batches at once in one process (thread-safe, or
+    #: waiting on I/O): ``nova-queue worker --concurrency N`` gives it N task slots. False
+    #: (the default) keeps one: a GPU app batches its tasks instead.
+    concurrent: ClassVar[bool] = False
 
     def parse_params(self, raw: Mapping[str, str]) -> dict[str, Any]:
         """Validate ``-p key=value`` strings into typed params; raise InputError naming the key."""

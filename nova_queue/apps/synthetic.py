@@ -45,6 +45,7 @@ class SyntheticSpec(AppSpec):
     """Calibrated CPU work plus a PNG card; for tests, demos and scheduler benchmarks."""
 
     name = "synthetic"
+    concurrent = True  # each task hashes and draws on its own: safe in several threads
     description = "CPU-only test workload: hashes for N reference seconds, returns a PNG card"
     runner = "nova_queue.workers.apps.synthetic:SyntheticRunner"
 

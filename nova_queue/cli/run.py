@@ -34,6 +34,10 @@ from nova_queue.placement import parse_labels
               help="Custom label, repeatable (e.g. --label gpu=4090 --label site=lab); jobs "
                    "may require labels (enqueue --require). Env NOVA_LABELS (comma-separated). "
                    "Automatic: backend, device, memory_gb, host, fp16, nova, app.<name>.")
+@click.option("--concurrency", type=click.IntRange(min=1, max=64), default=1, show_default=True,
+              envvar="NOVA_CONCURRENCY",
+              help="Run up to N tasks at once in this process, for apps that declare it "
+                   "safe (synthetic; txt2img keeps 1). Env NOVA_CONCURRENCY.")
 @click.option("--no-benchmark", is_flag=True,
               help="Skip the startup benchmark (the worker explores instead).")
 @click.option("--gateway", "gateway_url", metavar="URL", envvar="NOVA_GATEWAY_URL",
@@ -50,8 +54,9 @@ from nova_queue.placement import parse_labels
 @handle_errors
 def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, slowdown: float,
            burst: bool, max_tasks: int | None, app_options: tuple[str, ...],
-           labels: tuple[str, ...], no_benchmark: bool, gateway_url: str | None,
-           worker_token: str | None, gateway_ca_bundle: str | None) -> None:
+           labels: tuple[str, ...], concurrency: int, no_benchmark: bool,
+           gateway_url: str | None, worker_token: str | None,
+           gateway_ca_bundle: str | None) -> None:
     """Detect and prove the backend, benchmark, then claim and run tasks until stopped."""
     # torch reads this when first imported: CPU fallback for ops MPS lacks (Apple Metal)
     os.environ.setdefault("PYTORCH_ENABLE_MPS_FALLBACK", "1")
@@ -64,7 +69,7 @@ def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, 
     options = WorkerOptions(
         apps=apps, backend=backend, name=name, slowdown=slowdown,
         burst=burst, max_tasks=max_tasks, app_options=parse_pairs(app_options, "-o"),
-        labels=custom, benchmark=not no_benchmark)
+        labels=custom, benchmark=not no_benchmark, concurrency=concurrency)
     w = Worker(_with_gateway(ctx.settings, gateway_url, worker_token, gateway_ca_bundle),
                options)
     w.install_signal_handlers()

@@ -123,6 +123,28 @@ def test_job_end_to_end_on_a_redis_cluster(cluster, namespace, tmp_path, record)
         nova.close()
 
 
+def test_a_batched_commit_and_its_claim_on_a_redis_cluster(cluster, namespace):
+    """complete_batch builds the committed tasks' and jobs' keys from the prefix: they share
+    the namespace's slot, so the script runs on a cluster."""
+    from nova_queue.batch_calls import BatchCommit
+
+    nova = chaos_client(cluster.url(), f"{namespace}-batch")
+    try:
+        job = nova.enqueue("synthetic", [TaskSpec(f"b {i}", 0.01) for i in range(8)])
+        nova.register_worker("w", {"name": "w"}, ["synthetic"])
+        nova.redis.hset(nova.keys.worker("w"), mapping={"ema:synthetic": 0.01,
+                                                        "n:synthetic": 5})
+        leases = nova.claim("w", "synthetic", 4).leases
+        commits = [BatchCommit(x, f"jobs/{job}/results/{x.index:05d}-g{x.lease_gen}-"
+                                  f"{x.attempt_id}.png", 0.0001, True) for x in leases]
+        res = nova.complete_batch("w", commits, app="synthetic", k=4)
+        assert res.committed == len(leases) > 1 and res.claimed.status == "ok"
+        st = nova.job(job, with_tasks=False)
+        assert (st.done, st.leased) == (len(leases), len(res.claimed.leases))
+    finally:
+        nova.close()
+
+
 @pytest.mark.xfail(strict=True, raises=redis.exceptions.RedisClusterException, reason=(
     "LIMITATION: post-processing (nova_queue.post) runs on RQ, and RQ does not support Redis "
     "Cluster: its keys (rq:queue:*, rq:job:*, ...) hash to different slots, so its enqueue "

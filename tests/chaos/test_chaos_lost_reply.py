@@ -10,16 +10,21 @@ import time
 import urllib.parse
 
 import pytest
+from novatests import seed
 from novatests.chaos.fleet import chaos_client, no_tracebacks
 from novatests.chaos.history import Accepted, check, invariants
 from novatests.chaos.proxy import CutProxy
 
 from nova_queue import TaskSpec
+from nova_queue.batch_calls import BatchCommit
 from nova_queue.errors import StaleResultError
 from nova_queue.keys import result_key
 from nova_queue.local import wait_for
 from nova_queue.scripts import script_sources
 from nova_queue.stores import open_store
+
+#: run time of the batched commits: as fast as the seeded speed, so that claims grant k tasks
+BATCH_RUN_S = 0.0001
 
 
 def _key(lease) -> str:
@@ -127,6 +132,47 @@ def test_lost_replies_of_complete_and_claim_are_idempotent(proxied, record):
     claimed = [e for e in direct.events(count=10_000) if e.type == "claimed"]
     assert len(claimed) == 5 == len({(e.fields["task"], e.fields["lease_gen"]) for e in claimed})
     record(11, verdict, started, runs=4)
+
+
+def test_lost_replies_of_a_batched_commit_answer_the_same(proxied, record):
+    """complete_batch with a stale lease in the middle: the resent call answers ALREADY for
+    the commits that held, stale again for the other, and returns the leases the first
+    call claimed; the checker sees each task committed once and every transition."""
+    started = time.monotonic()
+    direct, via, proxy = proxied
+    job = direct.enqueue("synthetic", [TaskSpec(f"b {i}", 0.01) for i in range(40)])
+    for wid in ("w", "w2"):
+        via.register_worker(wid, {"name": wid}, ["synthetic"])
+        seed.set_speed(direct, wid, "synthetic", 0.01)  # measured: claims grant k tasks
+    accepted: list[Accepted] = []
+    leases = via.claim("w", "synthetic", 4).leases
+    for cut in range(1, 4):
+        assert len(leases) == 4
+        seed.expire_lease(direct, leases[1].task_id)
+        [taken] = direct.claim("w2", "synthetic").leases  # w's second lease is stale now
+        commits = [BatchCommit(x, _key(x), BATCH_RUN_S, True) for x in leases]
+        proxy.arm(sha("complete_batch"))
+        res = via.complete_batch("w", commits, app="synthetic", k=4)
+        assert proxy.cuts == cut
+        assert [getattr(r, "replayed", None) for r in res.results] == [True, None, True, True]
+        assert isinstance(res.results[1], StaleResultError)
+        accepted += [Accepted(x.task_id, "w", x.lease_gen, x.attempt_id, _key(x))
+                     for i, x in enumerate(leases) if i != 1]
+        direct.complete("w2", taken, _key(taken), run_s=BATCH_RUN_S, warm=True)
+        accepted.append(Accepted(taken.task_id, "w2", taken.lease_gen, taken.attempt_id,
+                                 _key(taken)))
+        leases = res.claimed.leases
+        for x in leases:  # the leases the retry returned are the ones Redis holds
+            t = direct.task(x.task_id)
+            assert (t.state, t.worker_id, t.lease_gen, t.attempt_id) == \
+                ("leased", "w", x.lease_gen, x.attempt_id)
+    res = direct.complete_batch("w", [BatchCommit(x, _key(x), BATCH_RUN_S, True) for x in leases])
+    accepted += [Accepted(x.task_id, "w", x.lease_gen, x.attempt_id, _key(x)) for x in leases]
+    assert res.committed == 4
+    direct.cancel(job)  # the tasks never claimed end as cancelled
+    verdict = check(direct, [job], accepted=accepted)
+    assert verdict.commits == 16 and not invariants(direct, [job])
+    record(11, verdict, started, runs=3)
 
 
 @pytest.mark.slow

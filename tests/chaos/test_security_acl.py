@@ -20,8 +20,8 @@ from nova_queue.scripts import script_sources
 DOC = Path(__file__).resolve().parents[2] / "docs" / "SECURITY.md"
 PASSWORDS = {"nova-admin": "admin-pw-1", "nova-worker": "worker-pw-2",
              "nova-gallery": "gallery-pw-3"}
-WORKER_SCRIPTS = ("claim", "renew", "complete", "complete_claim", "fail", "register",
-                  "deregister")
+WORKER_SCRIPTS = ("claim", "renew", "complete", "complete_claim", "complete_batch", "fail",
+                  "register", "deregister")
 #: What the worker runtime sends itself: its scripts, and the idle wait on the event stream
 #: (client.events with block_ms: XREAD; client.last_event_id: XREVRANGE).
 WORKER_DIRECT = {"evalsha", "xread", "xrevrange", "ping"}

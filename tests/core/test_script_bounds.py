@@ -158,8 +158,8 @@ def test_python_limits_equal_the_lua_limits():
 
 
 def test_every_script_is_attacked_below():
-    attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "renew", "complete",
-                "fail", "register", "deregister", "retry", "enqueue", "quarantine", "loaded",
+    attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "complete_batch", "renew",
+                "complete", "fail", "register", "deregister", "retry", "enqueue", "quarantine", "loaded",
                 "expire", "purge", "repair"}
     assert set(script_sources()) == attacked
 
@@ -306,6 +306,35 @@ def test_complete_claim_with_a_huge_argv(nova, meter):
     argv = [*commit, "synthetic", BIG, 10_000, 5_000, 100, 120_000, 10, "i1"]
     assert_bounded(meter, lambda: call(nova, "complete_claim", keys, argv), expect_bad=True)
     assert nova.task(lease.task_id).state == "leased"
+
+
+def test_complete_batch_with_a_huge_argv_or_count(nova, meter):
+    seed_job(nova, 2)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    [lease] = nova.claim("w", "synthetic").leases
+    keys = [k(nova).worker("w"), k(nova).held("w"), k(nova).leases(), k(nova).alive(),
+            k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events(),
+            *nova._next_claim_keys("synthetic")]
+    key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g1-{lease.attempt_id}.png"
+    head = [nova.prefix, "w", 0.3, 1000, 3, 300_000]
+    one = [lease.task_id, 1, lease.attempt_id, key, 0.1, 1, "{}"]
+    for n in (BIG, limits.MAX_CLAIM_K + 1, 2, 0):  # past the cap, past what ARGV holds
+        argv = [*head, n, *one]
+        _, inner = assert_bounded(meter, lambda a=argv: call(nova, "complete_batch", keys, a),
+                                  expect_bad=True)
+        assert inner == 0
+    many = [*head, limits.MAX_CLAIM_K, *(one * limits.MAX_CLAIM_K), "synthetic", 1, 10_000,
+            5_000, 100, 120_000, 10]
+    _, inner = assert_bounded(meter, lambda: call(nova, "complete_batch", keys,
+                                                  [*many, *[f"i{i}" for i in range(20_000)]]),
+                              expect_bad=True, timed=False)
+    assert inner == 0
+    assert nova.task(lease.task_id).state == "leased"  # nothing was committed
+    # 64 commits of one task (the first holds, the others replay it) and a forged held set
+    fill_set(nova.redis, k(nova).held("w"), HUGE_SET, prefix=f"{lease.job_id}:")
+    res, _ = assert_bounded(meter, lambda: call(nova, "complete_batch", keys, [*many, "i1"]))
+    assert res[0] == [0] + [1] * (limits.MAX_CLAIM_K - 1)
+    assert nova.task(lease.task_id).state == "done"
 
 
 def test_renew_with_huge_argv_and_forged_leases(nova, meter):

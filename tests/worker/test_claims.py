@@ -18,7 +18,7 @@ from nova_queue.local import wait_for
 from nova_queue.models import ClaimResult
 from nova_queue.scripts import script_sources
 from nova_queue.workers.apps import AppRunner, WorkerApp, load_worker_app
-from nova_queue.workers.claims import Claims, NextClaim
+from nova_queue.workers.claims import COVER_CALLS, Claims, NextClaim
 
 
 class SizedSpec(AppSpec):
@@ -70,6 +70,24 @@ def test_next_claim_sizes_from_the_last_params_within_max_tasks(nova):
     assert not claims.reached_max()
     claims.settle(3, None, None)
     assert claims.reached_max() and claims.done == 10
+
+
+def test_cheap_tasks_are_claimed_to_cover_a_few_commit_calls_within_max_tasks(nova):
+    claims = make(nova, sized(), max_tasks=100)
+    assert claims.cheap_k("synthetic") == 1  # nothing measured yet: the batch size (2)
+    assert len(claims.next_claim("synthetic", 0).attempt_ids) == 2
+    claims.note_timing("synthetic", 10, 0.010, 1, 0.002)  # 1 ms per task, 2 ms per call
+    assert claims.cheap_k("synthetic") == COVER_CALLS * 2
+    assert len(claims.next_claim("synthetic", 0).attempt_ids) == COVER_CALLS * 2
+    for _ in range(30):  # no-op tasks (the averages follow): at most 64
+        claims.note_timing("synthetic", 1, 0.0, 1, 0.002)
+    assert claims.cheap_k("synthetic") == 64
+    claims.settle(90, None, None)  # 90 + this run's 1 + the committing one: 8 left
+    assert len(claims.next_claim("synthetic", 1).attempt_ids) == 8
+    for _ in range(40):  # tasks of a second: one at a time again (the batch size)
+        claims.note_timing("synthetic", 1, 1.0, 1, 0.002)
+    assert claims.cheap_k("synthetic") == 1
+    assert len(claims.next_claim("synthetic", 0).attempt_ids) == 2
 
 
 def test_no_combined_claim_while_stopping_or_with_ids_in_doubt(nova):

@@ -1,5 +1,6 @@
 """The worker's last commit of a claim also claims its next tasks (complete_claim-15): one
-round trip per task. In-process worker on a real Redis; the client is wrapped only to
+round trip per task; the results of a run of cheap tasks go in one complete_batch-12 call,
+and the worker claims more of them at a time. In-process worker on a real Redis; the client is wrapped only to
 count which calls the worker made (every call still goes to Redis)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import urllib.parse
 
 import pytest
 from novatests.chaos.proxy import CutProxy
+from novatests.seed import set_speed
 
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.local import wait_for
@@ -33,7 +35,7 @@ def make_worker(redis_url, namespace, tmp_path):
                                                 device_score_s=0, **options))
         calls: collections.Counter = collections.Counter()
         client = worker.client
-        for name in ("claim", "complete", "complete_and_claim"):
+        for name in ("claim", "complete", "complete_and_claim", "complete_batch"):
             real = getattr(client, name)
 
             def counted(*args, _real=real, _name=name, **kwargs):
@@ -50,8 +52,10 @@ def make_worker(redis_url, namespace, tmp_path):
         worker.stop()
 
 
-def run_loop(worker: Worker, timeout_s: float = 60) -> None:
+def run_loop(worker: Worker, timeout_s: float = 60, before=None) -> None:
     worker.setup()
+    if before is not None:
+        before()
     loop = threading.Thread(target=worker._loop, daemon=True)
     loop.start()
     loop.join(timeout_s)
@@ -61,8 +65,8 @@ def run_loop(worker: Worker, timeout_s: float = 60) -> None:
 
 def test_every_commit_also_claims_the_next_task(make_worker):
     worker, nova, calls = make_worker(burst=True)
-    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.002) for i in range(12)],
-                       params={"seconds": 0.002})
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.02) for i in range(12)],
+                       params={"seconds": 0.02})
     run_loop(worker)
     assert nova.job(job, with_tasks=False).done == 12
     # one plain claim to start; then each commit claimed the next task (the last one
@@ -70,10 +74,34 @@ def test_every_commit_also_claims_the_next_task(make_worker):
     assert calls == {"claim": 1, "complete_and_claim": 12}
 
 
+def test_cheap_tasks_are_claimed_many_at_a_time_and_committed_in_one_call(make_worker):
+    """Runs measured as far cheaper than a commit call (seeded: a synthetic task with its
+    card and upload takes some 10 ms here, k stays 1 for it) claim up to 64 tasks, and
+    their results go in one complete_batch call; k follows the measured times after."""
+    worker, nova, calls = make_worker(burst=True)
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.001) for i in range(150)],
+                       params={"seconds": 0, "size": 64})
+
+    def seed() -> None:
+        set_speed(nova, worker.worker_id, "synthetic", 0.01)  # measured: claims grant k
+        worker.claims.note_timing("synthetic", 100, 0.01, 1, 0.01)
+
+    run_loop(worker, before=seed)
+    st = nova.job(job)
+    assert (st.done, st.state) == (150, "done")
+    assert {t.attempt_count for t in st.tasks} == {1}
+    assert calls["complete_batch"] > 0, calls
+    commits = calls["complete"] + calls["complete_and_claim"] + calls["complete_batch"]
+    assert commits < 150, calls
+    assert nova.redis.scard(nova.keys.held(worker.worker_id)) == 0
+    assert nova.redis.hget(nova.keys.inflight(), "synthetic") == "0"
+    assert int(nova.redis.hget(nova.keys.worker(worker.worker_id), "tasks_done")) == 150
+
+
 def test_max_tasks_stops_claiming_at_the_limit(make_worker):
     worker, nova, calls = make_worker(max_tasks=3)
-    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.002) for i in range(10)],
-                       params={"seconds": 0.002})
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.02) for i in range(10)],
+                       params={"seconds": 0.02})
     run_loop(worker)
     st = nova.job(job, with_tasks=False)
     assert (st.done, st.leased, st.pending) == (3, 0, 7)
@@ -83,8 +111,8 @@ def test_max_tasks_stops_claiming_at_the_limit(make_worker):
 
 def test_leases_claimed_with_the_last_commit_are_released_on_stop(make_worker):
     worker, nova, calls = make_worker()
-    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.002) for i in range(5)],
-                       params={"seconds": 0.002})
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.02) for i in range(5)],
+                       params={"seconds": 0.02})
     combined = worker.client.complete_and_claim
 
     def then_stop(*args, **kwargs):  # SIGTERM arrives just after the combined call

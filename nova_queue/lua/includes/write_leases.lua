@@ -4,7 +4,8 @@
   model it does not hold warm: it holds it from now on, set_warm) and a run deadline
   (run_limit) past which renew no longer extends the lease; under fair share the predicted
   time is charged to the job's owner at once (note_usage, once per owner; the commit settles
-  the rest); then the jobs' counts, the app's in-flight count and the worker's state.
+  the rest); then the pending, lease and held sets (one call each for all the leases), the
+  jobs' counts, the app's in-flight count and the worker's state.
   Returns the leases (claim-12's reply fields).
 ]]
 --- @include "update_job_counts"
@@ -15,6 +16,7 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
   local busy = 0
   local leases, granted, order = {}, {}, {} -- leases per job, written to its counts once
   local charges = {} -- owner -> seconds charged
+  local tids, scored = {}, {} -- the pending, lease and held sets change once, for all of them
   for i = 1, grant do
     local tid, t, cost = s.tids[i], s.tasks[i], s.costs[i]
     local job_id, index = job_of(tid), index_of(tid)
@@ -38,7 +40,6 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
     end
     local run_deadline = now + run_limit(a, s.jobs[job_id][5], granted[job_id], t_w and busy)
     local deadline = math.min(now + a.ttl_ms, run_deadline)
-    redis.call('ZREM', K.pending, tid)
     local charged = s.fair and predicted or 0 -- fair share counts work in flight at once
     local owner = s.jobs[job_id][11] or ''
     charges[owner] = charged > 0 and (charges[owner] or 0) + charged or charges[owner]
@@ -47,8 +48,7 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
       'host', me.host, 'attempt_id', attempt_id, 'deadline_ms', int(deadline),
       'claimed_ms', int(now), 'predicted_s', predicted_s, 'run_deadline_ms', int(run_deadline),
       'charged', charged > 0 and predicted_s or '0')
-    redis.call('ZADD', K.leases, int(deadline), tid)
-    redis.call('SADD', K.held, tid)
+    scored[2 * i - 1], scored[2 * i], tids[i] = int(deadline), tid, tid
     leases[i] = {
       tid = tid, job = job_id, index = tonumber(index), input = t[3], cost = cost,
       params = s.jobs[job_id][2] or '{}', lease_gen = gen, attempt_id = attempt_id,
@@ -58,6 +58,9 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
     emit(ctx, 'claimed', 'job', job_id, 'task', index, 'worker', a.wid, 'name', me.name,
       'backend', me.backend, 'lease_gen', gen_s, 'attempt', attempt_s, 'predicted_s', predicted_s)
   end
+  redis.call('ZREM', K.pending, unpack(tids))
+  redis.call('ZADD', K.leases, unpack(scored))
+  redis.call('SADD', K.held, unpack(tids))
   for owner, charged in pairs(charges) do -- one entry per owner of the granted tasks
     note_usage(ctx.prefix, owner, charged, now, s.usage and s.usage[owner])
   end

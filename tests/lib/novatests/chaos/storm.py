@@ -2,7 +2,9 @@
 claiming 1-3 tasks at a time as fast as Redis answers, then committing, failing,
 committing late (a zombie past its TTL) or abandoning each lease at random. Half of the
 commits of a claim's last lease also claim the next tasks in the same call
-(complete_and_claim), as the worker runtime does. One thread per
+(complete_and_claim), as the worker runtime does; a third of the claims commit their leases
+in one complete_batch call (with or without the next claim), as the worker commits a run of
+cheap tasks. One thread per
 process "dies" part way: it stops renewing while holding leases.
 
 Usage: python tests/lib/novatests/chaos/storm.py \
@@ -19,6 +21,7 @@ import threading
 import time
 
 from nova_queue import NovaClient
+from nova_queue.batch_calls import BatchCommit
 from nova_queue.errors import StaleResultError, WorkerLostError
 
 LEASE_TTL_S = 3.0
@@ -46,9 +49,12 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
             client.register_worker(wid, {"name": wid}, ["synthetic"])
             continue
         claims += len(res.leases)
+        batch: list | None = [] if rng.random() < 0.35 else None
         for lease in res.leases:
             roll = rng.random()
-            if roll < 0.75:
+            if roll < 0.75 and batch is not None:
+                batch.append(lease)
+            elif roll < 0.75:
                 then_claim = lease is res.leases[-1] and rng.random() < 0.5
                 carried = commit(client, wid, lease, out,
                                  rng.randint(1, 3) if then_claim else None)
@@ -61,6 +67,9 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
             elif roll < 0.95:  # commit only after the lease expired (never renewed)
                 zombies.append((time.monotonic() + LEASE_TTL_S + rng.uniform(0.2, 1.0), lease))
             # else: abandoned; the lease expires and is reaped
+        if batch:
+            carried = commit_batch(client, wid, batch, out,
+                                   rng.randint(1, 3) if rng.random() < 0.5 else None)
         now = time.monotonic()
         for due, lease in [z for z in zombies if z[0] <= now]:
             zombies.remove((due, lease))
@@ -88,6 +97,22 @@ def commit(client: NovaClient, wid: str, lease, out: list, then_claim: int | Non
                 "attempt_id": lease.attempt_id, "result_key": key,
                 "via": "complete" if then_claim is None else "complete_claim"})
     return nxt
+
+
+def commit_batch(client: NovaClient, wid: str, leases: list, out: list,
+                 then_claim: int | None = None):
+    """Commit ``leases`` in one complete_batch call; with ``then_claim`` (k), claim k tasks
+    in the same call and return that claim's answer."""
+    commits = [BatchCommit(x, f"jobs/{x.job_id}/results/{x.index:05d}-g{x.lease_gen}-"
+                              f"{x.attempt_id}.png", 0.002, True) for x in leases]
+    res = client.complete_batch(wid, commits, app="synthetic" if then_claim else None,
+                                k=then_claim or 1)
+    for c, r in zip(commits, res.results):
+        if not isinstance(r, Exception):
+            out.append({"task_id": c.lease.task_id, "worker_id": wid,
+                        "lease_gen": c.lease.lease_gen, "attempt_id": c.lease.attempt_id,
+                        "result_key": c.result_key, "via": "complete_batch"})
+    return res.claimed
 
 
 def main(argv: list[str]) -> int:

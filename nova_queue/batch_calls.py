@@ -1,0 +1,98 @@
+"""The batched commit a worker makes after a run of small tasks: ``complete_batch`` commits
+up to 64 results in one call (``complete_batch-12``), each fenced and answered on its own,
+and may claim the next tasks in the same round trip. Part of
+:class:`~nova_queue.client.NovaClient` (on top of :class:`~nova_queue.worker_calls.WorkerCalls`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nova_queue import errors
+from nova_queue.limits import MAX_CLAIM_K, MAX_RUN_S
+from nova_queue.models import ClaimResult, CompleteResult, Lease
+from nova_queue.worker_calls import REAP_LIMIT, WorkerCalls
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchCommit:
+    """One result of a batch: what ``complete`` takes for one lease."""
+
+    lease: Lease
+    result_key: str
+    run_s: float
+    warm: bool
+    meta: Mapping[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchResult:
+    """``results[i]`` answers ``commits[i]``: a CompleteResult (``replayed`` for a commit that
+    had taken effect already) or the error its code means (StaleResultError,
+    JobCancelledError, TaskNotFoundError), returned, not raised. ``claimed``: the claim's
+    answer, None when none was asked for or the worker is not registered."""
+
+    results: list[CompleteResult | errors.NovaError]
+    claimed: ClaimResult | None = None
+
+    @property
+    def committed(self) -> int:
+        """How many commits hold (taken effect now or before)."""
+        return sum(isinstance(r, CompleteResult) for r in self.results)
+
+
+class BatchCalls(WorkerCalls):
+    """``complete_batch``, beside the worker's single calls."""
+
+    def complete_batch(self, worker_id: str, commits: Sequence[BatchCommit], *,
+                       app: str | None = None, k: int = 1,
+                       attempt_ids: Sequence[str] | None = None) -> BatchResult:
+        """Commit up to 64 results of ``worker_id`` in one call, each fenced as ``complete``
+        fences one; with ``app``, then ``claim(worker_id, app, k)`` in the same call.
+        Retrying after a lost reply with the same commits and ``attempt_ids`` returns the
+        same answers (ALREADY for the commits that held) and the same leases."""
+        if not 1 <= len(commits) <= MAX_CLAIM_K:
+            raise ValueError(f"a batch commits 1 to {MAX_CLAIM_K} results")
+        st = self.settings
+        args: list[Any] = [self.prefix, worker_id, st.ema_alpha, self._maxlen,
+                           st.quarantine_after, int(st.quarantine_cooldown_s * 1000),
+                           len(commits)]
+        for c in commits:
+            if not 0 <= c.run_s <= MAX_RUN_S:  # also false for NaN
+                raise errors.InputError(f"run_s must be a number from 0 to {MAX_RUN_S}, "
+                                        f"not {c.run_s!r}")
+            args += [c.lease.task_id, c.lease.lease_gen, c.lease.attempt_id, c.result_key,
+                     repr(float(c.run_s)), int(c.warm), json.dumps(dict(c.meta)) if c.meta
+                     else "{}"]
+        k_ = self.keys
+        keys = [k_.worker(worker_id), k_.held(worker_id), k_.leases(), k_.alive(),
+                k_.inflight(), k_.failed(), k_.finished(), k_.events()]
+        if app is None:
+            keys += self._next_claim_keys(commits[0].lease.app)  # not read without a claim
+        else:
+            if not 1 <= k <= MAX_CLAIM_K:
+                raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
+            ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
+            keys += self._next_claim_keys(app)
+            args += [app, len(ids), st.lease_ttl_ms, self._gap_ms, REAP_LIMIT,
+                     *self._timeout_args, *ids]
+        res = self._call("complete_batch", keys, args)
+        results = [_answer(int(code), bool(int(fin)), c.lease.task_id)
+                   for code, fin, c in zip(res[0], res[1], commits, strict=True)]
+        if app is None or int(res[2]) == errors.WORKER_LOST:
+            return BatchResult(results)
+        return BatchResult(results, self._claim_result(app, int(res[2]), int(res[3]), res[4],
+                                                       *res[5:6]))
+
+
+def _answer(code: int, finished: bool, task_id: str) -> CompleteResult | errors.NovaError:
+    """One commit's answer: its result, or the error its code raises."""
+    try:
+        errors.raise_for_code(code, task_id=task_id)
+    except errors.NovaError as exc:
+        return exc
+    return CompleteResult(job_finished=finished, replayed=code == errors.ALREADY)
+

@@ -1,0 +1,55 @@
+--[[ record_runs: record_run for a batch's commits of one app (runs: {tid, cost, run_s, warm}
+  in commit order), one read and one write of the worker hash for all of them: its task
+  counts and last commit time, its moving average over the warm runs in order (and its
+  fleet score while alive and not quarantined), the last cold run's time, the end of a
+  failure streak, idle once it holds nothing; a quarantined worker whose probe task is
+  among them is let back (lift_quarantine). ctx fields used: prefix, wid, alpha, alive,
+  plus lift_quarantine's.
+]]
+--- @include "lift_quarantine"
+local function record_runs(ctx, K, app, runs, now)
+  local w = redis.call('HMGET', K.worker, 'id', 'tasks_done', 'done:' .. app, 'ema:' .. app,
+    'n:' .. app, 'fail_streak', 'quarantined', 'probe_tid')
+  if not w[1] then
+    return
+  end
+  local update = { 'tasks_done', (tonumber(w[2]) or 0) + #runs, 'done:' .. app,
+    (tonumber(w[3]) or 0) + #runs, 'last_done_ms', int(now) }
+  local ema, n = num_in(w[4], MIN_SPEED, MAX_SPEED), tonumber(w[5]) or 0
+  local n0, cold, probe = n, nil, false
+  for _, r in ipairs(runs) do
+    if r.warm then
+      local sample = math.min(math.max(r.run_s / (num_in(r.cost, MIN_COST, MAX_COST) or 1),
+        MIN_SPEED), MAX_SPEED)
+      ema = (n > 0 and ema) and (ctx.alpha * sample + (1 - ctx.alpha) * ema) or sample
+      n = n + 1
+    else
+      cold = r.run_s
+    end
+    probe = probe or r.tid == w[8]
+  end
+  if n > n0 then
+    update[#update + 1], update[#update + 2] = 'ema:' .. app, num(ema)
+    update[#update + 1], update[#update + 2] = 'n:' .. app, n
+    if w[7] ~= '1' and redis.call('ZSCORE', ctx.alive, ctx.wid) then
+      redis.call('ZADD', ctx.prefix .. 'app:' .. app .. ':fleet', num(ema), ctx.wid)
+    end
+  end
+  if cold then
+    update[#update + 1], update[#update + 2] = 'cold:' .. app, num(cold)
+  end
+  if (tonumber(w[6]) or 0) > 0 then -- a failure streak ends with a commit
+    for _, f in ipairs({ 'fail_streak', 0, 'fast_streak', 0, 'blamed', 0, 'streak_tids', '',
+        'streak_since_ms', '' }) do
+      update[#update + 1] = f
+    end
+  end
+  if redis.call('SCARD', K.held) == 0 then
+    update[#update + 1], update[#update + 2] = 'state', 'idle'
+    update[#update + 1], update[#update + 2] = 'busy_until_ms', int(now)
+  end
+  redis.call('HSET', K.worker, unpack(update))
+  if w[7] == '1' and probe then
+    lift_quarantine(ctx, ctx.wid, now, 'probe')
+  end
+end
