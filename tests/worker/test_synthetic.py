@@ -194,3 +194,30 @@ def test_jitter_is_seeded_bounded_and_invisible_to_the_cost():
     assert {t.cost for t in app.make_tasks(["a", "b"], params)} == {0.1}
     with pytest.raises(InputError, match="jitter"):
         app.parse_params({"jitter": "1.5"})
+
+
+def test_control_file_times_limits_a_failure_to_the_first_tasks(tmp_path):
+    """``"times": N``: the control file's failure applies to the first N tasks started under
+    it, then the worker is healthy; a new file counts again."""
+    from nova_queue.workers.apps.synthetic import Control, SimulatedFailure
+
+    path = tmp_path / "w.control.json"
+    path.write_text(json.dumps({"fail": "all", "times": 2}))
+    ctl = Control(str(path))
+    for _ in range(2):
+        with pytest.raises(SimulatedFailure):
+            ctl.before_task()
+    assert ctl.before_task() == 1.0  # the third task runs
+    path.write_text(json.dumps({"slowdown": 5, "times": 1}))
+    os_stat_bump(path)
+    assert ctl.before_task() == 5.0
+    assert ctl.before_task() == 1.0
+
+
+def os_stat_bump(path):
+    """Give ``path`` an mtime the Control has not seen (a rewrite within the filesystem's
+    timestamp granularity keeps the old one)."""
+    import os
+
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))

@@ -11,7 +11,9 @@ into a broken one mid-job: ``{"slowdown": 100}`` (times ``--slowdown``: thermal
 throttling), ``{"fail": "all"}`` or ``{"fail": "every_other"}`` (a broken driver, a flaky
 one), ``{"hang": "soft"}`` (never returns, but can be interrupted), ``{"hang": "hard",
 "hang_s": 30}`` (blocks the worker's interrupt signal, as native code would, for
-``hang_s`` seconds, then returns its result late).
+``hang_s`` seconds, then returns its result late). ``"times": N`` limits the failure to the
+first N tasks that start under these settings (``{"hang": "hard", "hang_s": 6, "times": 1}``:
+one late result, then healthy), so a test need not race the worker to switch it back.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class Control:
         self._mtime: float | None = None
         self.state: dict[str, Any] = {}
         self.tasks = 0
+        #: tasks started under the current settings (``times`` counts against it)
+        self.under_state = 0
 
     def read(self) -> dict[str, Any]:
         """The file's settings (re-read when it changed; {} while it is missing)."""
@@ -66,12 +70,17 @@ class Control:
             except (OSError, ValueError):
                 return self.state  # being written: keep the last settings
             self._mtime = mtime
+            self.under_state = 0
         return self.state
 
     def before_task(self) -> float:
         """Apply the failure of the moment; returns the extra slowdown factor."""
         state = self.read()
         self.tasks += 1
+        self.under_state += 1
+        times = state.get("times")
+        if isinstance(times, int) and self.under_state > times:
+            return 1.0  # the failure was for the first `times` tasks only
         fail = state.get("fail")
         if fail == "all" or (fail == "every_other" and self.tasks % 2 == 0):
             raise SimulatedFailure(f"simulated broken device ({fail})")
