@@ -44,8 +44,8 @@ nova:{ns}:held:<wid>                    set      -    C K F P D Y O      C P D
 nova:{ns}:app:<app>:workers             set      -    G P D              B
 nova:{ns}:app:<app>:fleet               zset     -    G K P D            C
 nova:{ns}:app:<app>:warm                hash     -    C P L              C
-nova:{ns}:app:<app>:owners              set      -    E C F P T          C U B
-nova:{ns}:app:<app>:owner:<owner>       zset     -    E C F P T          C U
+nova:{ns}:app:<app>:owners              set      -    E C F P T Y        C U B
+nova:{ns}:app:<app>:owner:<owner>       zset     -    E C F P T Y        C U
 nova:{ns}:usage                         hash     -    K U                C U B
 nova:{ns}:shares                        hash     -    U                  C U B
 nova:{ns}:meta                          hash     -    all scripts        all scripts U B
@@ -111,8 +111,9 @@ Fields and members:
 - ``app:<app>:warm``: model -> how many live workers hold it warm (or are loading it).
 - ``app:<app>:owners``: owners with jobs of the app that may have pending tasks;
   ``app:<app>:owner:<owner>``: those jobs, scored by their first task's pending score
-  (priority, then FIFO). A claim drops a job whose tasks are all taken, a requeue puts it
-  back.
+  (priority, then FIFO). A claim under fair share drops a job whose tasks are all taken, a
+  requeue puts it back, and the retention sweep or a purge drops it for good (with one owner
+  no claim drops it).
 - ``usage``: ``f:<owner>`` (recent worker-seconds, forward-decayed in the log domain:
   lua/includes/note_usage.lua) ``half_life_s`` ``phase`` (keeps the decay continuous when the
   half-life changes); ``shares``: owner -> share (weight; 1 when unset).

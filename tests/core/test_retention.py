@@ -182,6 +182,22 @@ def test_a_steady_stream_of_jobs_keeps_the_namespace_bounded(short):
     # per namespace: the running job's 1 + 3 keys, the indexes, meta, events, the worker's
     assert max(sizes[20:]) == max(sizes[:20]) and max(sizes) < 30, sizes
     assert nova.redis.zcard(nova.keys.expired()) >= 100  # the tombstones, capped elsewhere
+    # the keys' sizes too: with one owner no claim drops a taken job from the owner's
+    # queue (only fair share does), so the retention sweep must (the soak found it growing)
+    owner = nova.redis.hget(nova.keys.job(job), "owner") or ""
+    assert nova.redis.zcard(nova.keys.app_owner_queue("synthetic", owner)) <= 2
+
+
+def test_an_expired_job_leaves_its_owners_queue_and_an_empty_queue_its_owner(short):
+    nova = short
+    join(nova, "w")
+    job = setup_job(nova, 2, owner="ann")
+    queue, owners = nova.keys.app_owner_queue("synthetic", "ann"), nova.keys.app_owners("synthetic")
+    assert nova.redis.zscore(queue, job) is not None and nova.redis.sismember(owners, "ann")
+    run_job(nova, job)  # one owner: the claims leave the job in the queue
+    setup_job(nova, 1, owner="bob")  # the enqueue runs the sweep
+    assert nova.redis.zcard(queue) == 0
+    assert not nova.redis.sismember(owners, "ann") and nova.redis.sismember(owners, "bob")
 
 
 @pytest.mark.parametrize("bad", [-1, MAX_RETENTION_S + 1, 1.5, "7"])

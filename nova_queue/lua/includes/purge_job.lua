@@ -1,8 +1,9 @@
 --[[ purge_job: deletes a finished job's data from Redis, at most `budget` task hashes per
   call, from the lowest index not yet deleted (its field purge_next) up to the first missing
   one: a job's tasks are 0 .. total-1 without gaps, and `total` is a writable field, so it
-  decides nothing. The first call takes the job out of the listings (jobs, finished) and marks
-  it 'expired'; deleted tasks leave `failed`. The last call deletes the job hash and its
+  decides nothing. The first call takes the job out of the listings (jobs, finished, its
+  owner's queue of its app, and the owner out of the app's owners when that queue is left
+  empty) and marks it 'expired'; deleted tasks leave `failed`. The last call deletes the job hash and its
   retention entry, leaves a tombstone in `expired` (readers say "expired", not "unknown") and
   emits job_expired. Results in the store are not touched. why: 'retention' | 'purge'.
   ctx fields used: prefix, jobs, finished, failed, expiring, expired, events, maxlen.
@@ -11,13 +12,20 @@
 --- @include "common"
 local function purge_job(ctx, job_id, now, budget, why)
   local job_key = ctx.prefix .. 'job:' .. job_id
-  local j = redis.call('HMGET', job_key, 'state', 'purge_next')
+  local j = redis.call('HMGET', job_key, 'state', 'purge_next', 'app', 'owner')
   local index = int_in(j[2], 0, MAX_JOB_TASKS) or 0
   if j[1] ~= 'expired' then
     redis.call('ZREM', ctx.jobs, job_id)
     redis.call('ZREM', ctx.finished, job_id)
     if j[1] then
       redis.call('HSET', job_key, 'state', 'expired')
+    end
+    if is_name(j[3], 64) then -- a claim drops a taken job only under fair share (owner_jobs)
+      local base = ctx.prefix .. 'app:' .. j[3] .. ':'
+      local queue = base .. 'owner:' .. (j[4] or '')
+      if redis.call('ZREM', queue, job_id) == 1 and redis.call('ZCARD', queue) == 0 then
+        redis.call('SREM', base .. 'owners', j[4] or '')
+      end
     end
   end
   local task_prefix = ctx.prefix .. 'task:' .. job_id .. ':'
