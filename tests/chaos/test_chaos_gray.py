@@ -82,16 +82,16 @@ def test_a_worker_that_fails_everything_fails_no_task(fleet, nova_chaos, record,
 def test_a_hung_task_times_out_and_runs_elsewhere(fleet, nova_chaos, record, tmp_path):
     """Scenario 15: "hung" never returns from a task but its heartbeat lives. The task
     runs past its 3 s limit (or is backed up first), runs elsewhere, and "hung" abandons it
-    and goes on claiming once its control file says it is healthy again."""
+    and goes on claiming: the hang is for its first task only (``times``; switching it off
+    after the claim raced the worker reading its control file)."""
     started = time.monotonic()
     nova = nova_chaos
-    ctl = control(tmp_path, "hung", hang="soft")
+    ctl = control(tmp_path, "hung", hang="soft", times=1)
     hung = fleet.start("hung", "--no-benchmark", "-o", f"control={ctl}")
     wait_for(lambda: nova.eligible_workers("synthetic"), timeout_s=60, message="hung to join")
     job = nova.enqueue("synthetic", [TaskSpec(f"t{i}", 0.2) for i in range(6)],
                        params={**PARAMS, "seconds": 0.2}, timeout_s=3)
     wait_for(lambda: holding(nova, "hung"), timeout_s=30, message="hung to take a task")
-    control(tmp_path, "hung")  # its next tasks run normally
     rescuer = fleet.start("rescuer", "--no-benchmark")
     wait_for(lambda: finished(nova, job), timeout_s=90, message="the job to finish")
     wait_for(lambda: "abandoned 1 task(s)" in hung.output(), timeout_s=30,
