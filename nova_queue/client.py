@@ -20,6 +20,7 @@ import redis
 from nova_queue import errors
 from nova_queue.batch_calls import BatchCalls
 from nova_queue.connection import connect
+from nova_queue.events import entry_events
 from nova_queue.jobspec import job_fields
 from nova_queue.keys import JOB_ID_RE, Keyspace, split_task_id, task_id
 from nova_queue.limits import MAX_CHUNK, MAX_VISIT
@@ -324,23 +325,23 @@ class NovaClient(BatchCalls, RetentionCalls):
 
     def events(self, after: str = "0-0", *, count: int = 500,
                block_ms: int | None = None) -> list[Event]:
-        """Events after id ``after`` (``"$"``: only new ones), oldest first."""
+        """Events after id ``after`` (``"$"``: only new ones), oldest first: those of up to
+        ``count`` stream entries (a packed entry holds up to 64, nova_queue/events.py)."""
         if block_ms is None:
             rows = self.redis.xrange(self.keys.events(), f"({after}" if after != "0-0" else "-",
                                      "+", count=count) if after != "$" else []
         else:
             res = self.redis.xread({self.keys.events(): after}, count=count, block=block_ms)
             rows = res[0][1] if res else []
-        return [_event(eid, f) for eid, f in rows]
+        return [e for eid, f in rows for e in entry_events(eid, f)]
 
     def recent_events(self, count: int = 200, *, job_id: str | None = None) -> list[Event]:
         """The newest ``count`` events (of one job if given), oldest first."""
         rows = self.redis.xrevrange(self.keys.events(), "+", "-",
                                     count=count if job_id is None else count * 20)
-        evs = [_event(eid, f) for eid, f in rows]
-        if job_id is not None:
-            evs = [e for e in evs if e.fields.get("job") == job_id][:count]
-        return list(reversed(evs))
+        evs = [e for eid, f in reversed(rows) for e in entry_events(eid, f)
+               if job_id is None or e.fields.get("job") == job_id]
+        return evs[-count:] if count > 0 else []
 
     def last_event_id(self) -> str:
         """Id of the newest event, or ``0-0``."""
@@ -351,10 +352,3 @@ class NovaClient(BatchCalls, RetentionCalls):
         """Redis's clock in ms (the only clock leases use)."""
         sec, usec = self.redis.time()
         return int(sec) * 1000 + int(usec) // 1000
-
-
-def _event(eid: str, fields: Mapping[str, str]) -> Event:
-    f = dict(fields)
-    etype = f.pop("type", "")
-    return Event(id=eid, type=etype, ts_ms=int(eid.split("-")[0]), fields=f)
-

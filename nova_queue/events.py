@@ -10,11 +10,23 @@ stream id's. Common fields: ``job`` a job id, ``task`` a task's index in its job
 shutdown, expired, lost, timeout, cancelled; refund for attempts given back), ``error`` a
 message. A task can run as two attempts at once (a backup attempt at the tail): each has
 its own ``lease_gen``, and the first to commit wins.
+
+One call that claims or commits several tasks writes their ``claimed`` or ``completed``
+events as one entry, of a type in :data:`PACKED_TYPES` (``claimed_many``,
+``completed_many``): the fields the tasks share once, each other field a comma list in task
+order (one value when every task has the same). :func:`unpack` turns an entry back into
+its per-task events, and every reader here (:meth:`NovaClient.events` and what uses it)
+sees only those: an :class:`Event` of a packed entry has the entry's stream ``id`` (the
+cursor to read after) and its place in it, ``part``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from nova_queue.limits import MAX_CLAIM_K
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,3 +110,72 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
               "no script ran for ``gap_ms`` (Redis was unreachable): nothing is reaped until "
               "``until_ms``, so lease holders can renew first"),
 )}
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedType:
+    """Entries that stand for up to MAX_CLAIM_K events of type ``of``: ``shared`` fields
+    are the same for all, ``lists`` are comma lists (``task`` always one value per event)."""
+
+    name: str
+    of: str
+    shared: tuple[str, ...]
+    lists: tuple[str, ...]
+
+
+#: The packed entry types by name (written by nova_queue/lua/includes/emit_claimed.lua and
+#: emit_completed.lua).
+PACKED_TYPES: dict[str, PackedType] = {t.name: t for t in (
+    PackedType("claimed_many", "claimed", ("worker", "name", "backend"),
+               ("job", "task", "lease_gen", "attempt", "predicted_s")),
+    PackedType("completed_many", "completed", ("worker",),
+               ("job", "task", "lease_gen", "run_s", "warm", "result")),
+)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One event of the namespace's stream: ``id`` the stream id of its entry, ``part`` its
+    place in a packed entry (0 otherwise)."""
+
+    id: str
+    type: str
+    ts_ms: int
+    fields: dict[str, str]
+    part: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "part": self.part, "type": self.type, "ts_ms": self.ts_ms,
+                **self.fields}
+
+
+def unpack(fields: Mapping[str, str]) -> list[dict[str, str]]:
+    """An entry's events as field dicts (``type`` included, in the field order of
+    :data:`EVENT_TYPES`): one for a plain entry, one per task for a packed one. A packed
+    entry whose lists do not match (not written by the scripts) comes back as it is."""
+    packed = PACKED_TYPES.get(fields.get("type", ""))
+    if packed is None:
+        return [dict(fields)]
+    tasks = fields.get("task", "").split(",")
+    n = len(tasks)
+    columns: dict[str, list[str]] = {}
+    for name in packed.lists:
+        values = fields.get(name, "").split(",")
+        if len(values) not in (1, n) or name not in fields:
+            return [dict(fields)]
+        columns[name] = values if len(values) == n else values * n
+    if not 2 <= n <= MAX_CLAIM_K or any(name not in fields for name in packed.shared):
+        return [dict(fields)]
+    order = EVENT_TYPES[packed.of].fields
+    return [{"type": packed.of, **{name: columns[name][i] if name in columns else fields[name]
+                                   for name in order}} for i in range(n)]
+
+
+def entry_events(eid: str, fields: Mapping[str, str]) -> list[Event]:
+    """The events of one stream entry (its id and fields as Redis returns them)."""
+    ts_ms = int(eid.split("-")[0])
+    out = []
+    for part, f in enumerate(unpack(fields)):
+        etype = f.pop("type", "")
+        out.append(Event(id=eid, type=etype, ts_ms=ts_ms, fields=f, part=part))
+    return out

@@ -123,7 +123,9 @@ Fields and members:
   unreachable, so lease holders get one renewal window).
 - ``events``: ``XADD`` with ``MAXLEN ~``; fields ``type`` and that type's fields, both
   from the one table of event types, :data:`nova_queue.events.EVENT_TYPES` (name, fields,
-  meaning).
+  meaning); the claimed or completed events of several tasks of one call are one entry,
+  :data:`nova_queue.events.PACKED_TYPES` (``claimed_many``, ``completed_many``), which
+  :func:`nova_queue.events.unpack` turns back into per-task events.
 - ``web:session:<digest>``: a gallery session with write access; ``<digest>`` is the
   SHA-256 (hex) of the random nonce in the session cookie, the value an HMAC of the web
   token under the gallery's secret (a changed token no longer matches); TTL: the unlock

@@ -7,6 +7,7 @@ import json
 import math
 from typing import Any
 
+from nova_queue.events import Event  # noqa: F401  (re-exported: it lived here)
 from nova_queue.keys import split_task_id
 from nova_queue.placement import labels_from_json, requirement_text, requirements_from_json
 
@@ -384,16 +385,3 @@ class WorkerInfo:
             "last_error": self.last_error, "labels": self.labels, "warm": self.warm,
             "model_loads": self.model_loads, "token": self.token or None,
         }
-
-
-@dataclasses.dataclass(frozen=True)
-class Event:
-    """One entry of the namespace's event stream."""
-
-    id: str
-    type: str
-    ts_ms: int
-    fields: dict[str, str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "type": self.type, "ts_ms": self.ts_ms, **self.fields}

@@ -73,7 +73,9 @@ class Settings:
     #: another attempt committed first) before it exits with code 75 for its supervisor to
     #: restart it. Env ``NOVA_ABANDON_GRACE_S``.
     abandon_grace_s: float = 30.0
-    #: Approximate length cap of the event stream. Env ``NOVA_EVENTS_MAXLEN``.
+    #: Approximate length cap of the event stream, in entries: an entry is one event, or the
+    #: claimed or completed events of up to 64 tasks of one call (nova_queue/events.py,
+    #: PACKED_TYPES). Env ``NOVA_EVENTS_MAXLEN``.
     events_maxlen: int = 100_000
     #: How long a finished (done or cancelled) job stays in Redis, with its tasks, before the
     #: retention sweep deletes it (``enqueue --retention`` per job); workers that left or were

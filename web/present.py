@@ -218,9 +218,11 @@ def event_text(event: Event, names: Mapping[str, str]) -> str:
 
 
 def event_view(event: Event, names: Mapping[str, str]) -> dict[str, Any]:
-    """``Event.to_json()`` plus its one-line text and its time (UTC)."""
+    """``Event.to_json()`` plus its one-line text, its time (UTC) and ``key``, unique per
+    event (the events of one packed entry share its ``id``)."""
     when = datetime.datetime.fromtimestamp(event.ts_ms / 1000, datetime.timezone.utc)
-    return {**event.to_json(), "text": event_text(event, names),
+    return {**event.to_json(), "key": f"{event.id}/{event.part}",
+            "text": event_text(event, names),
             "time_text": when.strftime("%H:%M:%S"),
             "iso_time": when.isoformat(timespec="milliseconds")}
 

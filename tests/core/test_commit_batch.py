@@ -178,5 +178,14 @@ def _shape(client, jobs, leases):
     w = {k: (round(float(v), 6) if k.startswith("ema:") else v) for k, v in w.items()}
     return ([clean(task_hash(client, x.task_id)) for x in leases],
             [clean(client.redis.hgetall(client.keys.job(j))) for j in jobs], w,
-            [e.type for e in events(client)],
+            [(e.type, _timeless_fields(e, jobs, timeless)) for e in events(client)],
             client.redis.zscore(client.keys.app_fleet("synthetic"), "w1"))
+
+
+def _timeless_fields(event, jobs, timeless):
+    """An event's fields without times and ids: job ids as their place in ``jobs``, the
+    result key's own attempt id left out."""
+    f = {k: v for k, v in event.fields.items() if k not in timeless and k != "result"}
+    if "job" in f:
+        f["job"] = str(jobs.index(f["job"])) if f["job"] in jobs else "other"
+    return f

@@ -58,7 +58,7 @@ window.Nova = (function () {
   }
 
   function eventItem(e) {
-    return el("li", {class: "ev ev-" + String(e.type).replace(/[^a-z_]/g, ""), "data-id": e.id}, [
+    return el("li", {class: "ev ev-" + String(e.type).replace(/[^a-z_]/g, ""), "data-id": e.key}, [
       el("time", {datetime: e.iso_time, text: e.time_text}),
       el("span", {class: "ev-type", text: e.type}),
       el("span", {class: "ev-text", text: e.text}),
@@ -70,8 +70,8 @@ window.Nova = (function () {
     const seen = new Set(Array.from(list.children, (li) => li.dataset.id));
     const newestFirst = list.dataset.order === "newest-first";
     for (const e of events || []) {
-      if (seen.has(e.id)) continue;
-      seen.add(e.id);
+      if (seen.has(e.key)) continue;
+      seen.add(e.key);
       const item = eventItem(e);
       item.classList.add("fresh");
       if (newestFirst) list.prepend(item); else list.appendChild(item);

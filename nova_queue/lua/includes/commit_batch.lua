@@ -2,9 +2,11 @@
   order, each fenced and answered on its own: unknown task, ALREADY (this exact commit took
   effect: its reply was lost), stale (reject_stale), or committed. A plain commit (no
   backup attempt, no earlier failures to blame, its job not cancelled, its worker not
-  quarantined) takes commit_fast's path: its task hash and completed event now, its counts
+  quarantined) takes commit_fast's path: its task hash now, its completed event and counts
   gathered in b and written by flush_batch; any other is complete_task's, after a flush (it
-  reads the counts afresh).
+  reads the counts afresh). Gathered completed events are written before any other event
+  (a stale one's, complete_task's, job_finished), so the stream's order is that of single
+  commits.
   K: complete_batch-12's KEYS by name. Returns the per-commit codes and finished flags.
 ]]
 --- @include "fence"
@@ -13,6 +15,7 @@
 --- @include "batch_job"
 --- @include "commit_fast"
 --- @include "flush_batch"
+--- @include "emit_completed"
 local function commit_batch(K, commits)
   local first = commits[1]
   local ctx = {
@@ -21,7 +24,8 @@ local function commit_batch(K, commits)
     events = K.events, maxlen = first.maxlen,
   }
   local now = now_ms()
-  local b = { tids = {}, jobs = {}, order = {}, last = {}, runs = {}, apps = {}, usage = {} }
+  local b = { tids = {}, jobs = {}, order = {}, last = {}, runs = {}, apps = {}, usage = {},
+    ev = { job = {}, task = {}, gen = {}, run_s = {}, warm = {}, result = {} } }
   local codes, finished = {}, {}
   -- a quarantined worker's commit may be its probe: complete_task's order of events
   local probing = redis.call('HGET', K.worker, 'quarantined') == '1'
@@ -39,6 +43,7 @@ local function commit_batch(K, commits)
       local job_id = job_of(c.tid)
       local j = code == CODE.OK and batch_job(ctx, b, job_id)
       if code ~= CODE.OK then
+        emit_completed(ctx, b.ev, ctx.wid) -- the events in the order of single commits
         reject_stale(ctx, c.tid, c.wid, 'complete', c.gen, t, code)
       elseif t[5] or t[10] or j[1] == 'cancelled' or probing then
         flush_batch(ctx, K, b, now)

@@ -126,6 +126,17 @@ local function emit(ctx, etype, ...)
   redis.call('XADD', ctx.events, 'MAXLEN', '~', ctx.maxlen, '*', 'type', etype, ...)
 end
 
+-- A list's values as one field: its one value when all are equal, else comma-separated.
+local function packed(list)
+  local first = list[1]
+  for i = 2, #list do
+    if list[i] ~= first then
+      return table.concat(list, ',')
+    end
+  end
+  return first
+end
+
 local function job_of(tid)
   return string.match(tid, '^(.*):%d+$')
 end

@@ -1,5 +1,7 @@
 --[[ flush_batch: writes what commit_fast gathered in b, once per batch (and before a commit
-  that complete_task makes, so that it reads the counts afresh): the committed tasks leave
+  that complete_task makes, so that it reads the counts afresh): the completed events (one
+  entry: emit_completed, before the runs' events, as single commits order them), the
+  committed tasks leave
   the lease set and the worker's held set, each app's in-flight count drops by its commits,
   each job's done and leased counts are written once (commit_fast wrote those of a job it
   finished), each app's runs are recorded
@@ -8,7 +10,9 @@
 --- @include "common"
 --- @include "record_runs"
 --- @include "note_usage"
+--- @include "emit_completed"
 local function flush_batch(ctx, K, b, now)
+  emit_completed(ctx, b.ev, ctx.wid)
   if #b.tids > 0 then
     redis.call('ZREM', K.leases, unpack(b.tids))
     redis.call('SREM', K.held, unpack(b.tids))

@@ -5,18 +5,20 @@
   (run_limit) past which renew no longer extends the lease; under fair share the predicted
   time is charged to the job's owner at once (note_usage, once per owner; the commit settles
   the rest); then the pending, lease and held sets (one call each for all the leases), the
-  jobs' counts, the app's in-flight count and the worker's state.
+  jobs' counts, the app's in-flight count and the worker's state. The claimed events are one
+  entry of the stream for all the leases (emit_claimed: claimed_many for two or more).
   Returns the leases (claim-12's reply fields).
 ]]
 --- @include "update_job_counts"
 --- @include "run_limit"
 --- @include "set_warm"
 --- @include "note_usage"
+--- @include "emit_claimed"
 local function write_leases(ctx, K, a, me, s, grant, t_w, now)
-  local busy = 0
   local leases, granted, order = {}, {}, {} -- leases per job, written to its counts once
-  local charges = {} -- owner -> seconds charged
+  local charges, busy = {}, 0 -- owner -> seconds charged; the predicted seconds of all
   local tids, scored = {}, {} -- the pending, lease and held sets change once, for all of them
+  local ev, now_s = { job = {}, task = {}, gen = {}, attempt = {}, predicted = {} }, int(now)
   for i = 1, grant do
     local tid, t, cost = s.tids[i], s.tasks[i], s.costs[i]
     local job_id, index = job_of(tid), index_of(tid)
@@ -39,25 +41,27 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
       me.warm = model
     end
     local run_deadline = now + run_limit(a, s.jobs[job_id][5], granted[job_id], t_w and busy)
-    local deadline = math.min(now + a.ttl_ms, run_deadline)
+    local deadline_s, run_deadline_s = int(math.min(now + a.ttl_ms, run_deadline)),
+      int(run_deadline)
     local charged = s.fair and predicted or 0 -- fair share counts work in flight at once
     local owner = s.jobs[job_id][11] or ''
     charges[owner] = charged > 0 and (charges[owner] or 0) + charged or charges[owner]
     redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'leased', 'lease_gen', gen_s,
       'attempt_count', attempt_s, 'worker', a.wid, 'worker_name', me.name, 'backend', me.backend,
-      'host', me.host, 'attempt_id', attempt_id, 'deadline_ms', int(deadline),
-      'claimed_ms', int(now), 'predicted_s', predicted_s, 'run_deadline_ms', int(run_deadline),
+      'host', me.host, 'attempt_id', attempt_id, 'deadline_ms', deadline_s,
+      'claimed_ms', now_s, 'predicted_s', predicted_s, 'run_deadline_ms', run_deadline_s,
       'charged', charged > 0 and predicted_s or '0')
-    scored[2 * i - 1], scored[2 * i], tids[i] = int(deadline), tid, tid
-    leases[i] = {
-      tid = tid, job = job_id, index = tonumber(index), input = t[3], cost = cost,
-      params = s.jobs[job_id][2] or '{}', lease_gen = gen, attempt_id = attempt_id,
-      attempt = attempt, deadline_ms = int(deadline), predicted_s = predicted or cjson.null,
-      run_deadline_ms = int(run_deadline),
+    scored[2 * i - 1], scored[2 * i], tids[i] = deadline_s, tid, tid
+    leases[i] = { -- numbers as the strings written above (the client parses either)
+      tid = tid, job = job_id, index = index, input = t[3], cost = cost,
+      params = s.jobs[job_id][2] or '{}', lease_gen = gen_s, attempt_id = attempt_id,
+      attempt = attempt_s, deadline_ms = deadline_s, predicted_s = predicted and predicted_s
+      or cjson.null, run_deadline_ms = run_deadline_s,
     }
-    emit(ctx, 'claimed', 'job', job_id, 'task', index, 'worker', a.wid, 'name', me.name,
-      'backend', me.backend, 'lease_gen', gen_s, 'attempt', attempt_s, 'predicted_s', predicted_s)
+    ev.job[i], ev.task[i], ev.gen[i], ev.attempt[i], ev.predicted[i] = job_id, index, gen_s,
+      attempt_s, predicted_s
   end
+  emit_claimed(ctx, ev, a.wid, me)
   redis.call('ZREM', K.pending, unpack(tids))
   redis.call('ZADD', K.leases, unpack(scored))
   redis.call('SADD', K.held, unpack(tids))

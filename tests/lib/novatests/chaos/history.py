@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nova_queue import doctor
+from nova_queue.events import unpack
 
 RELEASES = ("requeued", "failed", "cancelled")
 TERMINAL = ("done", "failed", "cancelled")
@@ -73,13 +74,14 @@ class Verdict:
 
 
 def read_events(nova, page: int = 10_000) -> list[tuple[str, dict[str, str]]]:
-    """Every event of the namespace, oldest first, as ``(id, fields)``."""
+    """Every event of the namespace, oldest first, as ``(id, fields)`` (a packed entry's
+    events each with its id: nova_queue.events.unpack)."""
     key = nova.keys.events()
     out: list[tuple[str, dict[str, str]]] = []
     start = "-"
     while True:
         rows = nova.redis.xrange(key, start, "+", count=page)
-        out += rows
+        out += [(eid, f) for eid, row in rows for f in unpack(row)]
         if len(rows) < page:
             return out
         start = "(" + rows[-1][0]
