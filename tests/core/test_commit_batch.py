@@ -189,3 +189,28 @@ def _timeless_fields(event, jobs, timeless):
     if "job" in f:
         f["job"] = str(jobs.index(f["job"])) if f["job"] in jobs else "other"
     return f
+
+
+def test_a_backup_attempt_commits_in_a_batch_and_the_first_attempt_is_then_stale(nova):
+    """The batch reads a task's backup fields only when it has a backup, and its result
+    only when it is done (a replay): both paths through complete_batch."""
+    job = setup_job(nova, 2)
+    fast(nova, "w3")
+    firsts = nova.claim("w3", "synthetic", 2).leases
+    assert len(firsts) == 2
+    fast(nova, "w4")
+    for lease in firsts:  # long overdue: an idle worker backs them up
+        nova.redis.hset(nova.keys.task(lease.task_id), "claimed_ms", 1)
+    backup = nova.claim("w4", "synthetic").leases[0]
+    assert backup.backup and backup.task_id == firsts[0].task_id
+    won = nova.complete_batch("w4", batch([backup]))
+    assert isinstance(won.results[0], CompleteResult) and not won.results[0].replayed
+    assert [e.fields["worker"] for e in events(nova, "backup_won")] == ["w4"]
+    again = nova.complete_batch("w4", batch([backup]))  # its reply lost: the same answer
+    assert isinstance(again.results[0], CompleteResult) and again.results[0].replayed
+    late = nova.complete_batch("w3", batch(firsts))
+    assert isinstance(late.results[0], StaleResultError)
+    assert isinstance(late.results[1], CompleteResult)
+    assert task_hash(nova, backup.task_id)["result"] == rkey(backup)
+    assert nova.job(job, with_tasks=False).state == "done"
+    assert [e.fields["task"] for e in events(nova, "completed")] == ["0", "1"]

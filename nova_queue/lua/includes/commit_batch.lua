@@ -31,8 +31,13 @@ local function commit_batch(K, commits)
   local probing = redis.call('HGET', K.worker, 'quarantined') == '1'
   for i, c in ipairs(commits) do
     local task_key = ctx.prefix .. 'task:' .. c.tid
-    local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id',
-      'b_worker', 'b_lease_gen', 'b_attempt_id', 'result', 'cost', 'failed_on', 'charged')
+    local r = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id',
+      'b_worker', 'cost', 'failed_on', 'charged')
+    -- t as complete-11 reads it; the backup's fields only when there is a backup (fence
+    -- matches them only with b_worker), the result only for a done task (a replay)
+    local more = (r[5] or r[1] == 'done')
+      and redis.call('HMGET', task_key, 'b_lease_gen', 'b_attempt_id', 'result') or {}
+    local t = { r[1], r[2], r[3], r[4], r[5], more[1], more[2], more[3], r[6], r[7], r[8] }
     finished[i] = 0
     local code = CODE.UNKNOWN_TASK
     if t[1] == 'done' and t[2] == c.wid and t[3] == c.gen and t[4] == c.attempt_id
