@@ -113,3 +113,13 @@ def test_an_entry_the_scripts_did_not_write_comes_back_as_it_is(change):
 def test_a_plain_entry_is_one_event():
     f = {"type": "job_cancelled", "job": "J"}
     assert unpack(f) == [f] and unpack(f) is not f
+
+
+def test_the_gallery_keys_each_event_of_a_packed_entry_apart():
+    from nova_queue.web import present
+
+    views = [present.event_view(e, {"w1": "gpu-a"}) for e in entry_events("17-0", PACKED)]
+    assert [v["id"] for v in views] == ["17-0"] * 3  # the cursor: the entry's stream id
+    assert [v["key"] for v in views] == ["17-0/0", "17-0/1", "17-0/2"]
+    assert [v["text"] for v in views] == [present.event_text(e, {"w1": "gpu-a"})
+                                          for e in entry_events("17-0", PACKED)]
