@@ -16,8 +16,10 @@ from typing import Any
 
 from nova_queue.models import Event
 
-#: Most stream entries one timeline reads (newer ones of other jobs included).
+#: Most events one timeline reads (newer ones of other jobs included).
 MAX_EVENTS = 50_000
+#: Stream entries per read (a packed entry holds up to 64 events: nova_queue/events.py).
+PAGE_ENTRIES = 500
 #: How a release's ``kind`` shows on its attempt's bar.
 RELEASE_OUTCOMES = {"expired": "lost", "lost": "lost", "timeout": "timed out", "error": "failed",
                     "oom": "failed", "shutdown": "handed back", "infra": "handed back",
@@ -73,7 +75,7 @@ def _job_events(client, job_id: str, since_ms: int) -> tuple[list[Event], bool]:
     after = f"{max(since_ms - 1, 0)}-0"
     read = 0
     while read < MAX_EVENTS:
-        page = client.events(after, count=5000)
+        page = client.events(after, count=PAGE_ENTRIES)
         if not page:
             break
         read += len(page)

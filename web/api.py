@@ -6,8 +6,10 @@
 - ``/api/jobs/<id>/timeline``: every attempt at the job's tasks, one lane per worker
   (``nova_queue.timeline.job_timeline`` with each bar's place, class and label).
 - ``/api/workers``: ``WorkerInfo.to_json()`` each.
-- ``/api/events?after=ID&job=JOB&count=N``: ``Event.to_json()`` each, oldest first;
-  without ``after`` the newest ``count``.
+- ``/api/events?after=ID&job=JOB&count=N``: ``Event.to_json()`` each, oldest first: those
+  of ``count`` stream entries after ``ID`` (an entry of several tasks' claims or commits
+  gives one event each, with the entry's ``id`` and its ``part``); without ``after`` the
+  newest ``count`` events.
 - ``/api/failed``: failed tasks, ``TaskInfo.to_json()`` each.
 Errors are ``{"error": message}`` with the HTTP status.
 """
