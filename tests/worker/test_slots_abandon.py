@@ -8,6 +8,7 @@ worker, driven here through the client, backs up the held task and commits first
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -15,6 +16,7 @@ import time
 import pytest
 from novatests.chaos.history import check, invariants
 from novatests.leases import join, rkey
+from novatests.procs import WorkerProc
 
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.settings import Settings
@@ -188,3 +190,47 @@ def test_a_slot_whose_lease_is_superseded_is_dropped_while_the_others_commit(slo
     assert not invariants(nova, [job, seen["job2"]])
     assert worker.exits == []
     assert nova.redis.scard(nova.keys.held(worker.worker_id)) == 0
+
+
+def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, namespace, tmp_path):
+    """A real ``worker --concurrency 2`` process: its first task is deaf to the interrupt
+    for 6 s (``hang: hard``, ``times: 1``), far past the task's 2 s limit and the 1 s abandon
+    grace. The other slot's task commits, the hung one is abandoned and runs again, and
+    the worker does not exit 75: the app only holds a slot thread, not the worker. It runs
+    the next job, and exits 0 on SIGTERM."""
+    store_url = (tmp_path / "store").as_uri()
+    ctl = tmp_path / "control.json"
+    ctl.write_text(json.dumps({"hang": "hard", "hang_s": 6, "times": 1}))
+    nova = NovaClient.from_url(redis_url, namespace=namespace, lease_ttl_s=2.0,
+                               heartbeat_interval_s=0.5)
+    proc = WorkerProc(redis_url, namespace, store_url, tmp_path / "w", "--app", "synthetic",
+                      "--no-benchmark", "--concurrency", "2", "-o", f"control={ctl}",
+                      env={"NOVA_LEASE_TTL_S": "2", "NOVA_HEARTBEAT_INTERVAL_S": "0.5",
+                           "NOVA_ABANDON_GRACE_S": "1"})
+    try:
+        poll(lambda: nova.eligible_workers("synthetic"), "the worker to join")
+        [wid] = nova.eligible_workers("synthetic")
+        nova.redis.hset(nova.keys.worker(wid), mapping={"ema:synthetic": 0.05,
+                                                        "n:synthetic": 5})
+        job = nova.enqueue("synthetic", [TaskSpec(f"t{i}", 0.05) for i in range(2)],
+                           params=PARAMS, timeout_s=2)
+        poll(lambda: nova.job(job, with_tasks=False).finished, "the job to finish")
+        assert "abandoned 1 task(s)" in proc.output(), proc.output()[-3000:]
+        job2 = nova.enqueue("synthetic", [TaskSpec(f"n{i}", 0.05) for i in range(3)],
+                            params=PARAMS)
+        poll(lambda: nova.job(job2, with_tasks=False).finished, "the next job to finish")
+        assert proc.proc.poll() is None, proc.output()[-3000:]  # still running: no exit 75
+        st = nova.job(job)
+        assert st.state == "done" and sorted(t.attempt_count for t in st.tasks) == [1, 2]
+        assert {t.worker_id for t in st.tasks} | {
+            t.worker_id for t in nova.job(job2).tasks} == {wid}
+        store = open_store(store_url)
+        assert sorted(store.list(f"jobs/{job}/results/")) == sorted(t.result for t in st.tasks)
+        verdict = check(nova, [job, job2], store=store)
+        assert verdict.ok, verdict.summary()
+        proc.signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, proc.output()[-3000:]
+        assert "exiting with code 75" not in proc.output()
+    finally:
+        proc.close()
+        nova.close()
