@@ -22,6 +22,7 @@ from nova_queue import NovaClient, TaskSpec
 from nova_queue.settings import Settings
 from nova_queue.stores import open_store
 from nova_queue.workers.abandon import Abandoner
+from nova_queue.workers.apps.synthetic import Control
 from nova_queue.workers.runtime import Worker, WorkerOptions
 
 PARAMS = {"seconds": 0.05, "size": 64}
@@ -234,3 +235,22 @@ def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, nam
     finally:
         proc.close()
         nova.close()
+
+
+def test_the_control_files_times_counts_tasks_that_start_at_once(tmp_path):
+    """Slots start tasks at once: ``times: 1`` still applies to one of them only."""
+    ctl = tmp_path / "control.json"
+    ctl.write_text(json.dumps({"slowdown": 3, "times": 1}))
+    control = Control(str(ctl))
+    start, factors = threading.Barrier(8), []
+
+    def one():
+        start.wait(DEADLINE_S)
+        factors.append(control.before_task())
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE_S)
+    assert sorted(factors) == [1.0] * 7 + [3.0]
