@@ -63,6 +63,10 @@ def run_batches(ex: Executor, run: _Run, batches: list[list[Lease]],
     try:
         while waiting:
             ex.running = frozenset(x.task_id for f in waiting for x in futures[f])
+            if ex.running <= ex.heartbeat.lost_ids():
+                # the leases of the batches left were lost while other slots ran: the
+                # heartbeat abandons only when a loss is reported, so drop them here
+                raise TaskAbandoned()
             ex.in_app = True
             try:
                 done, waiting = cf.wait(waiting, return_when=cf.FIRST_COMPLETED)

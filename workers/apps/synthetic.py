@@ -23,6 +23,7 @@ import json
 import math
 import os
 import signal
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -54,6 +55,8 @@ class Control:
         self.tasks = 0
         #: tasks started under the current settings (``times`` counts against it)
         self.under_state = 0
+        #: task slots (``--concurrency``) start tasks at once: one reads and counts at a time
+        self._lock = threading.Lock()
 
     def read(self) -> dict[str, Any]:
         """The file's settings (re-read when it changed; {} while it is missing)."""
@@ -75,14 +78,16 @@ class Control:
 
     def before_task(self) -> float:
         """Apply the failure of the moment; returns the extra slowdown factor."""
-        state = self.read()
-        self.tasks += 1
-        self.under_state += 1
+        with self._lock:
+            state = self.read()
+            self.tasks += 1
+            self.under_state += 1
+            tasks, under_state = self.tasks, self.under_state
         times = state.get("times")
-        if isinstance(times, int) and self.under_state > times:
+        if isinstance(times, int) and under_state > times:
             return 1.0  # the failure was for the first `times` tasks only
         fail = state.get("fail")
-        if fail == "all" or (fail == "every_other" and self.tasks % 2 == 0):
+        if fail == "all" or (fail == "every_other" and tasks % 2 == 0):
             raise SimulatedFailure(f"simulated broken device ({fail})")
         if state.get("hang") == "soft":
             while True:  # never returns; the worker's interrupt (SIGUSR1) ends it
