@@ -14,6 +14,7 @@ from novatests.chaos.fleet import no_tracebacks
 from novatests.chaos.history import check, invariants
 
 from nova_queue import TaskSpec
+from nova_queue.keys import task_id
 from nova_queue.local import wait_for
 from nova_queue.stores import open_store
 
@@ -79,29 +80,51 @@ def test_a_worker_that_fails_everything_fails_no_task(fleet, nova_chaos, record,
     record(14, verdict, started)
 
 
+def hang_ends(nova, wid):
+    """The events that ended worker ``wid``'s attempts: its run deadline passed (requeued,
+    kind timeout; or attempt_ended, kind timeout, when a backup of the task was running:
+    the backup then runs on and commits as the task's only attempt, with no backup_won),
+    or a backup committed first (backup_won, ``wid`` the loser)."""
+    return [e for e in nova.events(count=100_000)
+            if (e.type in ("requeued", "attempt_ended") and e.fields.get("kind") == "timeout"
+                and e.fields.get("worker") == wid)
+            or (e.type == "backup_won" and e.fields.get("loser") == wid)]
+
+
 def test_a_hung_task_times_out_and_runs_elsewhere(fleet, nova_chaos, record, tmp_path):
     """Scenario 15: "hung" never returns from a task but its heartbeat lives. The task
-    runs past its 3 s limit (or is backed up first), runs elsewhere, and "hung" abandons it
-    and goes on claiming: the hang is for its first task only (``times``; switching it off
-    after the claim raced the worker reading its control file)."""
+    runs past its 3 s limit (or is backed up first), runs on "rescuer", and "hung" abandons
+    it and goes on claiming: the hang is for its first task only (``times``; switching it
+    off after the claim raced the worker reading its control file). "rescuer" joins before
+    the job is enqueued, held back by an admin quarantine until "hung" holds its task, so
+    it is in the fleet when that task times out (started after the claim, on a busy
+    machine it often was not, and "hung" took the task again)."""
     started = time.monotonic()
     nova = nova_chaos
     ctl = control(tmp_path, "hung", hang="soft", times=1)
     hung = fleet.start("hung", "--no-benchmark", "-o", f"control={ctl}")
-    wait_for(lambda: nova.eligible_workers("synthetic"), timeout_s=60, message="hung to join")
+    rescuer = fleet.start("rescuer", "--no-benchmark")
+    wait_for(lambda: len(nova.eligible_workers("synthetic")) == 2, timeout_s=60,
+             message="both workers to join")
+    ids = {w.name: w.worker_id for w in nova.workers()}
+    assert nova.set_quarantine(ids["rescuer"], True, reason="held back",
+                               cooldown_s=600) == "quarantined"  # no probe meanwhile
     job = nova.enqueue("synthetic", [TaskSpec(f"t{i}", 0.2) for i in range(6)],
                        params={**PARAMS, "seconds": 0.2}, timeout_s=3)
     wait_for(lambda: holding(nova, "hung"), timeout_s=30, message="hung to take a task")
-    rescuer = fleet.start("rescuer", "--no-benchmark")
+    assert nova.set_quarantine(ids["rescuer"], False) == "released"
     wait_for(lambda: finished(nova, job), timeout_s=90, message="the job to finish")
     wait_for(lambda: "abandoned 1 task(s)" in hung.output(), timeout_s=30,
              message="hung to abandon its task")
-    assert events(nova, "backup_won") or any(
-        e.fields.get("kind") == "timeout" for e in events(nova, "requeued"))
+    ends = hang_ends(nova, ids["hung"])
+    trail = [(e.type, e.fields) for e in nova.events(count=100_000)]
+    assert ends, trail
+    for e in ends:  # the hung task (and any other task it lost) ran on "rescuer"
+        assert nova.task(task_id(job, int(e.fields["task"]))).worker_name == "rescuer", trail
+    rescuer.signal(signal.SIGTERM)  # before the next job: else it may take that task
+    rescuer.wait(30)
     job2 = nova.enqueue("synthetic", [TaskSpec("after", 0.05)], params={**PARAMS,
                                                                       "seconds": 0.05})
-    rescuer.signal(signal.SIGTERM)
-    rescuer.wait(30)
     wait_for(lambda: finished(nova, job2), timeout_s=60, message="hung to work again")
     verdict, codes = verify(nova, fleet, job, [hung, rescuer])
     assert codes == [0, 0]

@@ -112,6 +112,34 @@ def test_one_attempt_ends_and_the_other_runs_on(nova):
     assert nova.job(job, with_tasks=False).state == "done"
 
 
+
+@pytest.mark.parametrize("by", ["renew", "reap"])
+def test_a_primary_past_its_run_deadline_ends_alone_and_the_backup_commits(nova, by):
+    """The primary's run deadline passes while its backup runs (a hung worker's heartbeat
+    renews, or a claim reaps): only the primary ends, as a timeout (attempt_ended, kind
+    timeout; the task is not requeued), and the backup commits as the task's only attempt
+    (completed; no backup_won). Chaos scenario 15 accepts this outcome."""
+    job, primary = running_slowly(nova)
+    backup = nova.claim("fast", "synthetic").leases[0]
+    nova.redis.hset(nova.keys.task(primary.task_id), "run_deadline_ms", 1)
+    if by == "renew":
+        assert nova.renew("slow", [primary]).reasons == {primary.task_id: "timeout"}
+    else:
+        nova.redis.hset(nova.keys.task(primary.task_id), "deadline_ms", 1)
+        nova.redis.zadd(nova.keys.leases(), {primary.task_id: 1})
+        assert nova.reap()["leases_expired"] == 1
+        assert nova.renew("slow", [primary]).lost == [primary.task_id]
+    h = task_hash(nova, primary.task_id)
+    assert (h["state"], h["worker"], h["lease_gen"]) == ("leased", "fast", str(backup.lease_gen))
+    assert "slow" in h["failed_on"].split(",")
+    [ended] = events(nova, "attempt_ended")
+    assert (ended.fields["worker"], ended.fields["kind"]) == ("slow", "timeout")
+    assert nova.renew("fast", [backup]).lost == []
+    commit(nova, "fast", backup)
+    assert task_hash(nova, primary.task_id)["worker"] == "fast"
+    assert not events(nova, "requeued", "backup_won", "backup_lost")
+    assert nova.job(job, with_tasks=False).state == "done"
+
 def test_a_lost_backup_worker_leaves_the_primary_running(nova):
     _, primary = running_slowly(nova)
     nova.claim("fast", "synthetic")
