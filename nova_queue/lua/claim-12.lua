@@ -27,7 +27,7 @@
   At most one backup per task.
 
   Quarantine: a quarantined worker gets QUARANTINED until its cool-down ends, then one
-  probe task; its commit lets the worker back (quarantine_gate, record_run).
+  probe task; its commit lets the worker back (quarantine_gate, record_runs).
 
   KEYS[1]  pending zset        nova:{ns}:pending:<app>
   KEYS[2]  worker hash         nova:{ns}:worker:<wid>

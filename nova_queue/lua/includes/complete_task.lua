@@ -10,7 +10,7 @@
 --- @include "release"
 --- @include "check_commit_ids"
 --- @include "check_commit_report"
---- @include "record_run"
+--- @include "record_runs"
 --- @include "settle_backup"
 --- @include "blame_others"
 --- @include "write_commit"
@@ -22,8 +22,9 @@ local function complete_task(K, c)
   end
   local wid, tid, gen, result_key = c.wid, c.tid, c.gen, c.result_key
   local ctx = {
-    prefix = c.prefix, leases = K.leases, alive = K.alive, inflight = K.inflight,
-    failed = K.failed, finished = K.finished, events = K.events, maxlen = c.maxlen,
+    prefix = c.prefix, wid = c.wid, alpha = c.alpha, leases = K.leases, alive = K.alive,
+    inflight = K.inflight, failed = K.failed, finished = K.finished, events = K.events,
+    maxlen = c.maxlen,
   }
   local now = now_ms()
   local job_id, index = job_of(tid), index_of(tid)
@@ -59,7 +60,7 @@ local function complete_task(K, c)
     settle_backup(ctx, tid, which, app, t[9], now)
   end
   local done_n = write_commit(ctx, K, tid, j, c, now)
-  record_run(ctx, K, wid, tid, app, t[9], run_s, warm, c.alpha, now)
+  record_runs(ctx, K, app, { { tid = tid, cost = t[9], run_s = run_s, warm = warm } }, now)
   note_usage(c.prefix, j[9] or '', run_s - (num_in(t[11], 0, MAX_RUN_S) or 0), now)
   emit(ctx, 'completed', 'job', job_id, 'task', index, 'worker', wid, 'lease_gen', gen,
     'run_s', num(run_s), 'warm', warm and '1' or '0', 'result', result_key)

@@ -1,7 +1,8 @@
---[[ record_runs: record_run for a batch's commits of one app (runs: {tid, cost, run_s, warm}
-  in commit order), one read and one write of the worker hash for all of them: its task
-  counts and last commit time, its moving average over the warm runs in order (and its
-  fleet score while alive and not quarantined), the last cold run's time, the end of a
+--[[ record_runs: the committed runs of one app (runs: {tid, cost, run_s, warm} in commit
+  order: a batch's, or complete_task's one), one read and one write of the worker hash for
+  all of them: its task counts and last commit time, its moving average over the warm runs
+  in order (weight alpha; and its fleet score while alive and not quarantined), the last
+  cold run's time (the first after a load, kept apart as compile/warm-up time), the end of a
   failure streak, idle once it holds nothing; a quarantined worker whose probe task is
   among them is let back (lift_quarantine). ctx fields used: prefix, wid, alpha, alive,
   plus lift_quarantine's.
