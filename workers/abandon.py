@@ -13,6 +13,13 @@ leases back (deregister) and exits with :data:`EXIT_RESTART` (75) for its superv
 (native code holding the GIL), faulthandler dumps every thread's stack and exits (code 1)
 :data:`HARD_EXIT_EXTRA_S` later.
 
+With ``--concurrency`` the app runs on task-slot threads, which no signal reaches: the
+worker drops an abandoned batch and runs on, and its thread finishes on its own. One whose
+app never returns would keep the process from exiting (the interpreter joins every pool
+thread), so at shutdown, once the leases are handed back, the worker waits for such threads
+until ``NOVA_ABANDON_GRACE_S`` after their batch was dropped (abandoned, or stopped by the
+signal), then exits with :data:`EXIT_RESTART` (:meth:`Abandoner.exit_if_slots_run_on`).
+
 Only a worker that owns its process (the CLI calls :meth:`Abandoner.own_process`)
 interrupts or exits; one embedded in another program only drops the result when the app
 returns.
@@ -20,11 +27,13 @@ returns.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import faulthandler
 import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -33,6 +42,7 @@ import redis
 
 from nova_queue.client import NovaClient
 from nova_queue.workers.execute import TaskAbandoned
+from nova_queue.workers.slots import dropped_running
 
 if TYPE_CHECKING:
     from nova_queue.workers.execute import Executor
@@ -117,5 +127,27 @@ class Abandoner:
             log.info("released %d lease(s) without using an attempt", released)
         except redis.RedisError as exc:
             log.warning("could not deregister (%s); leases expire on their own", exc)
+        logging.shutdown()
+        self._exit(EXIT_RESTART)
+
+    def exit_if_slots_run_on(self) -> None:
+        """Shutdown, once the leases are handed back: wait for the task slots whose batch was
+        dropped while their app ran until ``grace_s`` after the drop; exit with EXIT_RESTART
+        if one still runs (the interpreter would wait for it forever)."""
+        dropped = dropped_running()
+        if not dropped:
+            return
+        if not self._owns_process:
+            log.warning("%d task slot(s) still run an app whose batch was dropped; this "
+                        "program exits only once they return", len(dropped))
+            return
+        until = max(t for t, _ in dropped) + self.grace_s
+        cf.wait([f for _, f in dropped], timeout=max(0.0, until - time.monotonic()))
+        left = dropped_running()
+        if not left:
+            return
+        log.critical("%d task slot(s) still run an app %.0f s after their batch was dropped "
+                     "(the leases are handed back); exiting with code %d so that the process "
+                     "ends", len(left), self.grace_s, EXIT_RESTART)
         logging.shutdown()
         self._exit(EXIT_RESTART)

@@ -11,7 +11,8 @@ answer), pause while the store fails, or wait for work on the event stream.
 
 A running batch whose every lease is lost (past its run-time limit, or a backup elsewhere
 committed first) is abandoned: the heartbeat thread interrupts the app and the worker claims
-again; an app that does not stop in time ends the process (:mod:`~nova_queue.workers.abandon`).
+again; an app that does not stop in time ends the process (:mod:`~nova_queue.workers.abandon`),
+and so does, at shutdown, a task slot's app that does not return.
 """
 
 from __future__ import annotations
@@ -383,6 +384,7 @@ class Worker:
                     log.info("released %d lease(s) without using an attempt", released)
             except (redis.RedisError, NovaError) as exc:
                 log.warning("could not deregister (%s); leases expire on their own", exc)
+        self.abandon.exit_if_slots_run_on()  # a slot's app that never returns: exit 75
         for app in self.apps.values():
             try:
                 app.runner.teardown()
@@ -392,9 +394,3 @@ class Worker:
             heartbeat.join(timeout=self.settings.heartbeat_interval_s + 5)
         if self._registered:
             log.info("worker stopped after %d task(s)", self.tasks_done)
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, default=str, sort_keys=True)

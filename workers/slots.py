@@ -8,14 +8,21 @@ task keeps its own lease, renewed and fenced as with one slot.
 The slots are threads that only run the app; the worker's main thread uploads and commits
 each batch's results as it ends (in one call for a run of cheap tasks), and is the one a
 stop signal or an abandonment interrupts: it waits for the slots in between, with
-``Executor.in_app`` set, and an abandonment (every running lease lost) drops the batches
-still running; their threads finish on their own and their results are not committed.
+``Executor.in_app`` set (a stop that came while it committed ends the wait at once). An
+abandonment (every running lease lost) or a stop drops the batches still running; their
+threads finish on their own and their results are not committed. The interpreter joins
+every pool thread when it exits, so a dropped thread whose app never returns would keep
+the process from exiting: the worker's shutdown waits for them (:func:`dropped_running`)
+until ``NOVA_ABANDON_GRACE_S`` after the drop, then exits with code 75
+(:meth:`~nova_queue.workers.abandon.Abandoner.exit_if_slots_run_on`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -27,6 +34,10 @@ if TYPE_CHECKING:
     from nova_queue.workers.execute import Executor, _Run
 
 log = logging.getLogger(__name__)
+
+#: batches of this process dropped while their app still ran: (when dropped, future)
+_dropped: list[tuple[float, cf.Future]] = []
+_dropped_lock = threading.Lock()
 
 
 def app_slots(apps: Mapping[str, WorkerApp], concurrency: int) -> dict[str, int]:
@@ -49,7 +60,13 @@ def run_batches(ex: Executor, run: _Run, batches: list[list[Lease]],
                 params: dict[str, Any]) -> None:
     """Run ``batches`` of one job on ``ex.slots`` threads; upload and commit each batch's
     results in the main thread as it ends."""
-    from nova_queue.workers.execute import MAX_HOLD_S, TaskAbandoned, run_app, task_input
+    from nova_queue.workers.execute import (
+        MAX_HOLD_S,
+        TaskAbandoned,
+        WorkerShutdown,
+        run_app,
+        task_input,
+    )
 
     live = [b for b in ([x for x in batch if not ex._lost(run, x)] for batch in batches) if b]
     if not live:
@@ -69,6 +86,8 @@ def run_batches(ex: Executor, run: _Run, batches: list[list[Lease]],
                 raise TaskAbandoned()
             ex.in_app = True
             try:
+                if ex.stop_event.is_set():  # the signal came while this thread committed
+                    raise WorkerShutdown()
                 done, waiting = cf.wait(waiting, return_when=cf.FIRST_COMPLETED)
             finally:
                 ex.in_app = False
@@ -86,3 +105,30 @@ def run_batches(ex: Executor, run: _Run, batches: list[list[Lease]],
     finally:
         ex.running = frozenset()
         pool.shutdown(wait=False, cancel_futures=True)
+        _note_dropped(ex.spec.name, futures)
+
+
+def dropped_running() -> list[tuple[float, cf.Future]]:
+    """Batches of this process dropped while their app ran whose app has not returned yet
+    (their threads keep the interpreter from exiting): (when dropped, future)."""
+    with _dropped_lock:
+        _dropped[:] = [(t, f) for t, f in _dropped if not f.done()]
+        return list(_dropped)
+
+
+def _note_dropped(app: str, futures: Mapping[cf.Future, Any]) -> None:
+    """Remember the batches whose app still runs once the pool is dropped (the others were
+    cancelled or are done); each logs when it returns late."""
+    now = time.monotonic()
+    running = [f for f in futures if not f.done()]
+    if not running:
+        return
+    with _dropped_lock:
+        _dropped.extend((now, f) for f in running)
+    for fut in running:
+        fut.add_done_callback(functools.partial(_returned_late, app, now))
+
+
+def _returned_late(app: str, dropped_at: float, fut: cf.Future) -> None:
+    log.info("a dropped batch of %s returned %.1f s after it was dropped; its result is "
+             "discarded", app, time.monotonic() - dropped_at)

@@ -198,7 +198,7 @@ def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, nam
     for 6 s (``hang: hard``, ``times: 1``), far past the task's 2 s limit and the 1 s abandon
     grace. The other slot's task commits, the hung one is abandoned and runs again, and
     the worker does not exit 75: the app only holds a slot thread, not the worker. It runs
-    the next job, and exits 0 on SIGTERM."""
+    the next job, and once the late batch returned (and is discarded), exits 0 on SIGTERM."""
     store_url = (tmp_path / "store").as_uri()
     ctl = tmp_path / "control.json"
     ctl.write_text(json.dumps({"hang": "hard", "hang_s": 6, "times": 1}))
@@ -229,6 +229,9 @@ def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, nam
         assert sorted(store.list(f"jobs/{job}/results/")) == sorted(t.result for t in st.tasks)
         verdict = check(nova, [job, job2], store=store)
         assert verdict.ok, verdict.summary()
+        # its late return, before the stop: a slot still running then would mean exit 75
+        poll(lambda: "a dropped batch of synthetic returned" in proc.output(),
+             "the hung task to return")
         proc.signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.output()[-3000:]
         assert "exiting with code 75" not in proc.output()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import signal
@@ -33,6 +34,8 @@ from nova_queue.apps.synthetic import DEFAULTS, jittered_seconds
 from nova_queue.errors import AppError, ConfigError
 from nova_queue.workers.apps.base import AppRunner
 from nova_queue.workers.apps.card import metadata_safe, render_card
+
+log = logging.getLogger(__name__)
 
 _HASHES_PER_CHECK = 256  # SHA-256 rounds between clock reads (~0.1 ms)
 
@@ -89,6 +92,8 @@ class Control:
         fail = state.get("fail")
         if fail == "all" or (fail == "every_other" and tasks % 2 == 0):
             raise SimulatedFailure(f"simulated broken device ({fail})")
+        if state.get("hang") in ("soft", "hard"):
+            log.info("control file: hanging (%s)", state["hang"])
         if state.get("hang") == "soft":
             while True:  # never returns; the worker's interrupt (SIGUSR1) ends it
                 time.sleep(3600)
