@@ -6,8 +6,9 @@ once at start. One process means one registration and one heartbeat for all slot
 task keeps its own lease, renewed and fenced as with one slot.
 
 The slots are threads that only run the app; the worker's main thread uploads and commits
-each batch's results as it ends (in one call for a run of cheap tasks), and is the one a
-stop signal or an abandonment interrupts: it waits for the slots in between, with
+each batch's results as it ends (in one call for a run of cheap tasks, held at most
+``MAX_HOLD_S`` while other slots run on), and is the one a stop signal or an abandonment
+interrupts: it waits for the slots in between, with
 ``Executor.in_app`` set (a stop that came while it committed ends the wait at once). An
 abandonment (every running lease lost) or a stop drops the batches still running; their
 threads finish on their own and their results are not committed. The interpreter joins
@@ -88,7 +89,10 @@ def run_batches(ex: Executor, run: _Run, batches: list[list[Lease]],
             try:
                 if ex.stop_event.is_set():  # the signal came while this thread committed
                     raise WorkerShutdown()
-                done, waiting = cf.wait(waiting, return_when=cf.FIRST_COMPLETED)
+                # results held for one commit wait MAX_HOLD_S at most, slots running or not
+                hold = (max(0.0, MAX_HOLD_S - (time.perf_counter() - run.ready_since))
+                        if run.ready else None)
+                done, waiting = cf.wait(waiting, timeout=hold, return_when=cf.FIRST_COMPLETED)
             finally:
                 ex.in_app = False
             for fut in done:

@@ -193,6 +193,34 @@ def test_a_slot_whose_lease_is_superseded_is_dropped_while_the_others_commit(slo
     assert nova.redis.scard(nova.keys.held(worker.worker_id)) == 0
 
 
+def test_a_finished_slots_result_is_committed_while_another_slot_still_runs(slot_worker):
+    """Two slots: "quick" returns, "slow" is held. The worker commits "quick" within the
+    hold time of a run's results (MAX_HOLD_S), not when "slow" returns."""
+    make, nova, _ = slot_worker
+    worker = make(2)
+    gates = {"slow": threading.Event()}
+    app = Gates(worker.apps["synthetic"].runner, gates)
+    job = nova.enqueue("synthetic", [TaskSpec("slow", 1.0), TaskSpec("quick", 1.0)],
+                       params=PARAMS)
+
+    def steps():
+        try:
+            poll(lambda: len(app.started) == 2, "both tasks to run at once")
+            poll(lambda: nova.task(f"{job}:1").state == "done", "quick to be committed",
+                 timeout_s=DEADLINE_S / 2)
+            assert "slow" not in app.returned and nova.task(f"{job}:0").state == "leased"
+        finally:
+            gates["slow"].set()
+        poll(lambda: nova.job(job, with_tasks=False).finished, "the job to finish")
+
+    drive(worker, steps)
+    st = nova.job(job)
+    assert (st.state, st.done) == ("done", 2)
+    assert {t.worker_id for t in st.tasks} == {worker.worker_id}
+    verdict = check(nova, [job])
+    assert verdict.ok, verdict.summary()
+
+
 def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, namespace, tmp_path):
     """A real ``worker --concurrency 2`` process: its first task is deaf to the interrupt
     for 6 s (``hang: hard``, ``times: 1``), far past the task's 2 s limit and the 1 s abandon
