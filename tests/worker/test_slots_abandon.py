@@ -16,7 +16,7 @@ import time
 import pytest
 from novatests.chaos.history import check, invariants
 from novatests.leases import join, rkey
-from novatests.procs import WorkerProc
+from novatests.slots import slot_worker_process
 
 from nova_queue import NovaClient, TaskSpec
 from nova_queue.settings import Settings
@@ -227,20 +227,9 @@ def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, nam
     grace. The other slot's task commits, the hung one is abandoned and runs again, and
     the worker does not exit 75: the app only holds a slot thread, not the worker. It runs
     the next job, and once the late batch returned (and is discarded), exits 0 on SIGTERM."""
-    store_url = (tmp_path / "store").as_uri()
-    ctl = tmp_path / "control.json"
-    ctl.write_text(json.dumps({"hang": "hard", "hang_s": 6, "times": 1}))
-    nova = NovaClient.from_url(redis_url, namespace=namespace, lease_ttl_s=2.0,
-                               heartbeat_interval_s=0.5)
-    proc = WorkerProc(redis_url, namespace, store_url, tmp_path / "w", "--app", "synthetic",
-                      "--no-benchmark", "--concurrency", "2", "-o", f"control={ctl}",
-                      env={"NOVA_LEASE_TTL_S": "2", "NOVA_HEARTBEAT_INTERVAL_S": "0.5",
-                           "NOVA_ABANDON_GRACE_S": "1"})
-    try:
-        poll(lambda: nova.eligible_workers("synthetic"), "the worker to join")
-        [wid] = nova.eligible_workers("synthetic")
-        nova.redis.hset(nova.keys.worker(wid), mapping={"ema:synthetic": 0.05,
-                                                        "n:synthetic": 5})
+    with slot_worker_process(redis_url, namespace, tmp_path,
+                             {"hang": "hard", "hang_s": 6, "times": 1}) as (proc, wid, nova,
+                                                                           store_url):
         job = nova.enqueue("synthetic", [TaskSpec(f"t{i}", 0.05) for i in range(2)],
                            params=PARAMS, timeout_s=2)
         poll(lambda: nova.job(job, with_tasks=False).finished, "the job to finish")
@@ -263,9 +252,6 @@ def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, nam
         proc.signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.output()[-3000:]
         assert "exiting with code 75" not in proc.output()
-    finally:
-        proc.close()
-        nova.close()
 
 
 def test_the_control_files_times_counts_tasks_that_start_at_once(tmp_path):

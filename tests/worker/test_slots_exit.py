@@ -6,7 +6,6 @@ and exits with code 75 once ``NOVA_ABANDON_GRACE_S`` has passed since the drop."
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time
@@ -15,8 +14,9 @@ import pytest
 from novatests.chaos.history import check, invariants
 from novatests.leases import join, rkey
 from novatests.procs import WorkerProc
+from novatests.slots import slot_worker_process
 
-from nova_queue import NovaClient, TaskSpec
+from nova_queue import TaskSpec
 from nova_queue.stores import open_store
 from nova_queue.workers.abandon import EXIT_RESTART
 
@@ -44,25 +44,9 @@ def hung_slot_worker(redis_url, namespace, tmp_path):
     """A ``worker --concurrency 2`` process whose first task hangs for good (``hang: soft``,
     ``times: 1``; 2 s leases, 1 s abandon grace), joined and with a measured speed; yields
     (process, its worker id, the test's client, the store)."""
-    store_url = (tmp_path / "store").as_uri()
-    ctl = tmp_path / "control.json"
-    ctl.write_text(json.dumps({"hang": "soft", "times": 1}))
-    nova = NovaClient.from_url(redis_url, namespace=namespace, lease_ttl_s=2.0,
-                               heartbeat_interval_s=0.5)
-    proc = WorkerProc(redis_url, namespace, store_url, tmp_path / "w", "--app", "synthetic",
-                      "--no-benchmark", "--concurrency", "2", "-o", f"control={ctl}",
-                      env={"NOVA_LEASE_TTL_S": "2", "NOVA_HEARTBEAT_INTERVAL_S": "0.5",
-                           "NOVA_ABANDON_GRACE_S": "1"})
-    try:
-        poll(lambda: nova.eligible_workers("synthetic"), "the worker to join")
-        [wid] = nova.eligible_workers("synthetic")
-        # a measured speed, as after its first tasks: one claim fills both slots
-        nova.redis.hset(nova.keys.worker(wid), mapping={"ema:synthetic": 0.05,
-                                                        "n:synthetic": 5})
+    with slot_worker_process(redis_url, namespace, tmp_path,
+                             {"hang": "soft", "times": 1}) as (proc, wid, nova, store_url):
         yield proc, wid, nova, open_store(store_url)
-    finally:
-        proc.close()
-        nova.close()
 
 
 def stop(proc: WorkerProc) -> tuple[int, float]:
