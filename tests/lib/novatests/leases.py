@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from novatests.seed import claiming
-
 from nova_queue import TaskSpec
 from nova_queue.keys import result_key
+from novatests.seed import claiming
 
 
 def join(nova, wid: str, apps=("synthetic",), *, claims: bool = True, **fields) -> None:
