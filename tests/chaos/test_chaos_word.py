@@ -32,8 +32,8 @@ def finished(nova, job):
 def joined(nova, name: str) -> None:
     """Wait until the worker ``name`` is live and has claimed: the honest worker the liar
     lies beside (alone, a worker that fails everything rightly fails its tasks for good)."""
-    wait_for(lambda: any(w.name == name and w.alive and w.last_claim_ms for w in nova.workers()),
-             timeout_s=60, message=f"{name} to join and claim")
+    wait_for(lambda: any(w.name == name and w.alive and (w.current or w.tasks_done)
+                         for w in nova.workers()), timeout_s=60, message=f"{name} to claim")
 
 
 class Loop(threading.Thread):
