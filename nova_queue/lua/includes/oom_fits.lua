@@ -8,6 +8,7 @@
 ]]
 --- @include "common"
 --- @include "still_claiming"
+--- @include "members_upto"
 local function oom_fits(prefix, s, app_workers_key, a, t, now)
   local need = num_in(t[9], 0, 1e18) or 0
   if (s.memory or 0) > need or a.k < (int_in(t[10], 1, MAX_CLAIM_K) or 1) then
@@ -16,7 +17,7 @@ local function oom_fits(prefix, s, app_workers_key, a, t, now)
   s.larger = s.larger or {}
   if s.larger[need] == nil then
     s.larger[need] = false
-    for _, v in ipairs(redis.call('SRANDMEMBER', app_workers_key, MAX_LISTED)) do
+    for _, v in ipairs(members_upto(app_workers_key, MAX_LISTED)) do
       local w = v ~= a.wid and redis.call('HMGET', prefix .. 'worker:' .. v, 'memory_total',
         'claim_ms', 'busy_until_ms')
       if w and (num_in(w[1], 0, 1e18) or 0) > need

@@ -4,7 +4,7 @@
   none of the streak's tasks (`tids`) failed on another identity too (failed_on). Weighs at most
   MAX_LISTED workers of the app and MAX_STREAK tasks.
 ]]
---- @include "common"
+--- @include "members_upto"
 local function others_succeed(prefix, app, wid, since_ms, tids)
   local visited, ident = 0, ident_of(wid)
   for tid in string.gmatch(string.sub(tids or '', 1, 81 * MAX_STREAK), '[^,]+') do
@@ -19,7 +19,7 @@ local function others_succeed(prefix, app, wid, since_ms, tids)
       end
     end
   end
-  for _, v in ipairs(redis.call('SRANDMEMBER', prefix .. 'app:' .. app .. ':workers', MAX_LISTED)) do
+  for _, v in ipairs(members_upto(prefix .. 'app:' .. app .. ':workers', MAX_LISTED)) do
     if v ~= wid and (tonumber(redis.call('HGET', prefix .. 'worker:' .. v, 'last_done_ms'))
         or 0) >= since_ms - 60000 then
       return true

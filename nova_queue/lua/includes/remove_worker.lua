@@ -12,6 +12,7 @@
 ]]
 --- @include "release_attempt"
 --- @include "free_hand_back"
+--- @include "members_upto"
 --- @include "set_warm"
 --- @include "worker_apps"
 local function remove_worker(ctx, wid, now, state, held_key)
@@ -29,7 +30,7 @@ local function remove_worker(ctx, wid, now, state, held_key)
   local message = lost and ('worker ' .. name .. ' lost: heartbeat expired') or ''
   local released = 0
   if ctx.budget > 0 then
-    local held = redis.call('SRANDMEMBER', held_key, math.min(MAX_HELD_VISIT, ctx.budget))
+    local held = members_upto(held_key, math.min(MAX_HELD_VISIT, ctx.budget))
     for _, tid in ipairs(held) do
       local t = is_task_id(tid) and redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'worker',
         'b_worker')
