@@ -13,6 +13,9 @@ run), with one worker's failure switched on through the synthetic app's control 
 - ``hang``: the fastest worker's tasks never return (its heartbeat lives) from a quarter
   of the job on; the job's run-time limit is ``hang_timeout_s``. ``hang_recovery_s``: from
   the claim of its first hung task to that task's commit elsewhere.
+- ``phantom``: beside the healthy fleet, a worker registers a benchmark of 1e-9 s per cost
+  unit and keeps its heartbeat, but never claims (a lie through the gateway's protocol,
+  made here with the client). T* is the healthy fleet's: the phantom runs nothing.
 
 The base scenario's runs (``scheduling.py``) give ``backup_waste_fraction``: seconds spent
 on backup attempts that lost, or on the attempts they beat, over all task-seconds.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -34,7 +38,8 @@ from scheduling import FASTEST, FLEET, Run, SchedConfig, _all_events, _enqueue_j
 from nova_queue import NovaClient
 from nova_queue.local import RedisServer, wait_for
 
-SCENARIOS = ("throttle", "blackhole", "hang")
+SCENARIOS = ("throttle", "blackhole", "hang", "phantom")
+PHANTOM = "phantom.000000000000"
 BROKEN = "rtx4090"  # the blackhole
 
 
@@ -57,6 +62,7 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
         _control(path, **({"fail": "all"} if scenario == "blackhole" and name == BROKEN else {}))
     procs: dict[str, Proc] = {}
     switched_at = math.inf
+    stop = threading.Event()
     try:
         for c in FLEET:
             procs[c.name] = start_nova_worker(
@@ -65,6 +71,8 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
                 extra=("-o", f"control={controls[c.name]}"))
         wait_for(lambda: sum(e.type == "worker_joined" for e in client.events(count=1000))
                  >= len(FLEET), cfg.ready_timeout_s, 0.05, f"{len(FLEET)} nova workers")
+        if scenario == "phantom":
+            _phantom(client, heartbeat_s, stop)
         t0 = time.time()
         job = _enqueue_jobs(client, cfg, timeout_s=hang_timeout_s if scenario == "hang" else None)
         job_key = client.keys.job(job)
@@ -80,6 +88,7 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
                 switched_at = time.time()
             time.sleep(0.01)
     finally:
+        stop.set()
         stop_all(list(procs.values()))
     events = _all_events(client)
     failed = int(client.redis.hget(job_key, "failed") or 0)
@@ -96,6 +105,19 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
     if scenario == "hang":
         extra["recovery_s"] = _hang_recovery_s(events, switched_at)
     return run, extra
+
+
+def _phantom(client: NovaClient, heartbeat_s: float, stop: threading.Event) -> None:
+    """Register the phantom (1e-9 s per cost unit, never claims) and beat its heart until
+    ``stop``."""
+    client.register_worker(PHANTOM, {"name": "phantom", "backend": "cuda"}, ["synthetic"],
+                           {"synthetic": {"bench_s": 1e-9}})
+
+    def beat() -> None:
+        while not stop.wait(heartbeat_s):
+            client.renew(PHANTOM, [])
+
+    threading.Thread(target=beat, daemon=True, name="phantom-heartbeat").start()
 
 
 def _hang_recovery_s(events: list[Any], switched_at: float) -> float:
@@ -131,6 +153,8 @@ def run_section(server: RedisServer, folder: Path, *, repeats: int,
         "blackhole_makespan_over_optimum": ratio("blackhole"),
         "blackhole_failed_tasks": max(x["failed_tasks"] for _, x in rows["blackhole"]),
         "hang_recovery_s": max(x["recovery_s"] for _, x in rows["hang"]),
+        "phantom_makespan_over_optimum": ratio("phantom"),
+        "phantom_makespan_s": median([r.makespan_s for r, _ in rows["phantom"]]),
         "hang_timeout_s": hang_timeout_s,
         "lease_ttl_s": cfg.lease_ttl_s,
         "backups": {s: [x["backups"] for _, x in rows[s]] for s in SCENARIOS},

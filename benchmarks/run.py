@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 server, folder, repeats=repeats, real_static=not args.quick)
             results["scheduling"]["gray"] = gray.run_section(server, folder, repeats=repeats)
             for key in ("throttle_makespan_over_optimum", "blackhole_makespan_over_optimum",
-                        "blackhole_failed_tasks", "hang_recovery_s"):
+                        "blackhole_failed_tasks", "hang_recovery_s",
+                        "phantom_makespan_over_optimum"):
                 results["scheduling"][key] = results["scheduling"]["gray"][key]
         if "throughput" in sections:
             results["throughput"] = throughput.run_section(server, folder, quick=args.quick,

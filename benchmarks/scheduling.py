@@ -215,7 +215,7 @@ def _nova_run(events: list[Any], t0: float, killed_at: float, scenario: str,
     last = t0
     for e in events:
         ts, f = e.ts_ms / 1000, e.fields
-        if e.type == "worker_joined":
+        if e.type == "worker_joined" and f["name"] in stats:  # not one outside the fleet
             names[f["worker"]] = f["name"]
             stats[f["name"]].start_s = max(ts - t0, 0.0)
         elif e.type in ("claimed", "backup_started"):

@@ -19,8 +19,8 @@ from nova_queue.keys import Keyspace
 
 #: Keys of a namespace with no id in their name.
 SINGLETONS = frozenset({"jobs", "staging", "leases", "inflight", "seq", "apps", "failed",
-                        "finished", "expiring", "expired", "workers", "departed", "alive",
-                        "meta", "events", "usage", "shares", "tokens"})
+                        "finished", "expiring", "expired", "workers", "departed", "idents",
+                        "alive", "meta", "events", "usage", "shares", "tokens"})
 _SHAPES = [
     ("task", re.compile(r"^task:([A-Za-z0-9_-]{1,64}):(\d{1,12})$")),
     ("job", re.compile(r"^job:([A-Za-z0-9_-]{1,64})$")),

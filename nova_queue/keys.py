@@ -38,6 +38,7 @@ nova:{ns}:expiring                      zset     -    K F P X C O Y      Y
 nova:{ns}:expired                       zset     -    Y                  U B
 nova:{ns}:workers                       zset     -    G P Y O            U B M
 nova:{ns}:departed                      zset     -    P D Y O            Y
+nova:{ns}:idents                        hash     -    G Y                C K F P G
 nova:{ns}:alive                         zset     -    G R P D            C P
 nova:{ns}:worker:<wid>                  hash     -    G C R K F P D Y    C U B M
 nova:{ns}:held:<wid>                    set      -    C K F P D Y O      C P D
@@ -74,7 +75,9 @@ Fields and members:
   won_by_backup``; ``charged`` (the predicted time fair share charged its owner at claim);
   on failure ``error error_kind last_worker oom`` (comma-separated worker
   ids that ran out of memory on it) ``oom_memory oom_batch`` (the largest device memory and
-  the smallest batch it did so with) ``failed_on`` (worker ids it failed or timed out on).
+  the smallest batch it did so with) ``failed_on`` (the identities, :func:`ident_of`, of the
+  workers it failed or timed out on) ``free_backs`` (times it was handed back without using
+  an attempt: a shutdown, an infra failure, a preparation failure).
   A task id is ``<job>:<index>``.
 - ``pending:<app>``: task ids scored ``(1000 - priority) * 2**42 + seq`` — priority first,
   then FIFO, where ``seq = seq0 + index + 1`` (``seq0``: the job's block of the ``seq``
@@ -96,14 +99,22 @@ Fields and members:
 - ``worker:<wid>``: ``id name host host_id node_id pid backend device memory_total
   memory_free apps`` (comma list) ``capability`` (JSON) ``gflops joined_ms last_seen_ms
   state`` (idle | busy | lost | stopped) ``busy_until_ms tasks_done failures oom claims``
+  ``claim_ms`` (its last claim, WAIT answers included: others' claims count on a worker only
+  while it claims, or runs what it claimed)
   and per app ``bench:<app>`` (startup benchmark, s per cost unit) ``ema:<app>`` (moving
   average of warm runs, s per cost unit) ``n:<app>`` (warm samples) ``cold:<app>``
   (first-run compile/warm-up s) ``load:<app>`` (load s) ``done:<app>`` ``warm:<app>`` (the
   model it holds or is loading); ``labels`` (JSON object) ``model_loads last_done_ms``;
   its failure streak ``fail_streak fast_streak streak_since_ms streak_tids blamed
   last_error``; a quarantine ``quarantined quarantine_reason quarantined_ms
-  quarantine_until_ms cooldown_ms probe_tid``; ``protocol`` (the protocol version of the
+  quarantine_until_ms cooldown_ms probe_tid``; its free hand-backs ``free_n`` in the window
+  that began at ``free_since_ms``; ``protocol`` (the protocol version of the
   release that registered it; none: a release before protocol checks).
+- ``idents``: identity -> its latest worker id. A worker id is ``<identity>.<instance>``
+  (:func:`ident_of`): a gateway worker's identity is its token's name, a direct worker's its
+  node and name (``workers/node.py``). A new worker id of an identity takes over the previous
+  one's quarantine, failure streak and free hand-backs at register (blame follows the
+  identity, not the process); the retention sweep drops the entry with the worker it names.
 - ``held:<wid>``: task ids the worker leases. (A worker's heartbeat is its score in
   ``alive``; there is no separate heartbeat key, so the worker role needs no ``SET``.)
 - ``app:<app>:workers``: live workers serving the app; ``app:<app>:fleet``: those with a
@@ -161,6 +172,13 @@ WORKER_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 ATTEMPT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 #: A result key's extension.
 RESULT_EXT_RE = re.compile(r"^[A-Za-z0-9]{1,16}\Z")
+
+
+def ident_of(worker_id: str) -> str:
+    """The identity a worker id belongs to (Lua's ``ident_of``): what precedes its last
+    ``.`` — a gateway worker's token name, a direct worker's node — or the id itself."""
+    head, dot, tail = worker_id.rpartition(".")
+    return head if dot and head and tail else worker_id
 
 
 def check_namespace(namespace: object) -> str:
@@ -245,6 +263,9 @@ class Keyspace:
 
     def departed(self) -> str:
         return self._k("departed")
+
+    def idents(self) -> str:
+        return self._k("idents")
 
     def worker(self, worker_id: str) -> str:
         return self._k("worker", worker_id)

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from nova_queue.events import Event  # noqa: F401  (re-exported: it lived here)
-from nova_queue.keys import split_task_id
+from nova_queue.keys import ident_of, split_task_id
 from nova_queue.placement import labels_from_json, requirement_text, requirements_from_json
 
 
@@ -162,7 +162,8 @@ class TaskInfo:
     meta: dict[str, Any]
     #: The attempt's run-time limit (Redis ms) while leased.
     run_deadline_ms: int | None = None
-    #: Worker ids the task failed on (claims leave it to others while others are live).
+    #: Identities of the workers the task failed on (``keys.ident_of``; claims leave it to
+    #: others while others are live).
     failed_on: tuple[str, ...] = ()
     #: A backup attempt running beside the first one: worker_id, worker, backend, lease_gen,
     #: claimed_ms; None when there is none.
@@ -331,6 +332,15 @@ class WorkerInfo:
     warm: dict[str, str] = dataclasses.field(default_factory=dict)
     model_loads: int = 0
     token: str = ""  #: the gateway token it joined with ("": a direct worker)
+    #: Its last claim (Redis ms; WAIT answers count): others' claims count on it only while
+    #: it claims, or runs what it claimed.
+    last_claim_ms: int | None = None
+
+    @property
+    def identity(self) -> str:
+        """What its blame follows across worker ids (``keys.ident_of``): a gateway worker's
+        token, a direct worker's node and name."""
+        return ident_of(self.worker_id)
 
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str]) -> WorkerInfo:
@@ -364,7 +374,8 @@ class WorkerInfo:
                                  if h.get("quarantined") == "1" and h.get("quarantine_until_ms")
                                  else None),
             fail_streak=int_field(h.get("fail_streak")), last_error=h.get("last_error", ""),
-            token=h.get("token", ""))
+            token=h.get("token", ""),
+            last_claim_ms=int_field(h["claim_ms"]) if h.get("claim_ms") else None)
 
     def to_json(self) -> dict[str, Any]:
         """The ``workers --json`` / ``/api/workers`` shape (first app's speeds flattened)."""
@@ -384,4 +395,5 @@ class WorkerInfo:
             "quarantine_until_ms": self.quarantine_until_ms, "fail_streak": self.fail_streak,
             "last_error": self.last_error, "labels": self.labels, "warm": self.warm,
             "model_loads": self.model_loads, "token": self.token or None,
+            "identity": self.identity, "last_claim_ms": self.last_claim_ms,
         }

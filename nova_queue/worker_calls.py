@@ -106,7 +106,8 @@ class WorkerCalls:
         bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
                                  for a, b in (bench or {}).items()})
         _, rejoined = self._call(
-            "register", [k.worker(worker_id), k.workers(), k.alive(), k.events(), k.meta()],
+            "register",
+            [k.worker(worker_id), k.workers(), k.alive(), k.events(), k.meta(), k.idents()],
             [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,
              json.dumps(clean), ",".join(app_list), bench_json])
         return bool(int(rejoined))

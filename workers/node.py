@@ -1,6 +1,10 @@
 """Stable node identity, persisted in ``<home>/.nova/node.json`` and reused across restarts.
 
 A *node* is one nova home: every worker started with the same home shares its ``node_id``.
+A worker's *identity* is its node and name (:func:`node_identity`); each process gets a new
+worker id ``<identity>.<12 hex>`` (:func:`new_worker_id`), and the pool keeps a worker's
+blame (quarantine, failure streak, the tasks it failed) by identity, so a restart clears none
+of it.
 A *host* is the physical (or virtual) machine: ``host_id`` is derived from
 ``/etc/machine-id`` (hashed, as systemd recommends, so the raw id never leaves the host), or
 failing that from the hostname and MAC address. Several homes on one machine thus show as
@@ -91,9 +95,18 @@ def load_or_create_node(home: Path | str, name: str | None = None) -> Node:
                 created=data["created"], path=path)
 
 
+def node_identity(node: Node) -> str:
+    """This worker's identity, which its blame follows across restarts (a quarantine, a
+    failure streak, the tasks it failed: ``nova_queue.keys.ident_of``): the node id's first 8
+    hex digits and 8 of a hash of the node id and the worker's name, so that several
+    workers sharing a home under different ``--name`` values are told apart."""
+    digest = hashlib.sha256(f"{node.node_id}\0{node.name}".encode()).hexdigest()
+    return f"{node.node_id[:8]}-{digest[:8]}"
+
+
 def new_worker_id(node: Node) -> str:
-    """A worker id unique per process: the node id's first 8 hex digits and 12 random ones."""
-    return f"{node.node_id[:8]}-{secrets.token_hex(6)}"
+    """A worker id unique per process: ``<identity>.<12 random hex digits>``."""
+    return f"{node_identity(node)}.{secrets.token_hex(6)}"
 
 
 def current_host_id() -> str:

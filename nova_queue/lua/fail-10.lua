@@ -1,6 +1,8 @@
 --[[ fail: a worker reports that a leased task did not produce a result. Fenced like
   complete. The kind decides: "shutdown" (the worker is stopping) and "infra" (the result
-  store or another dependency failed, not the task) release without using an attempt; "oom"
+  store or another dependency failed, not the task) release without using an attempt, as
+  long as that is not a loop (free_hand_back: a few times per task and per worker in a
+  window, more only while no other worker succeeds; past that they count as "error"); "oom"
   records that this worker could not hold the task: claims send it to a worker with more
   device memory, or one taking a smaller batch, while one is live, and it requeues while
   attempts remain; "error" records that the task failed on this worker
@@ -50,6 +52,7 @@
 --- @include "record_failure"
 --- @include "release_attempt"
 --- @include "note_failure"
+--- @include "free_hand_back"
 
 local task_key, job_key, worker_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, tid, gen, attempt_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -94,6 +97,11 @@ if code ~= CODE.OK then
   return { code, t[1] }
 end
 
+if not burn and not free_hand_back(ctx, tid, wid, now, true) then
+  message = string.sub('handed back without a result too often (' .. kind .. '): ' .. message,
+    1, MAX_TEXT_BYTES)
+  kind, burn = 'error', true -- a loop: it counts as a failure of this worker
+end
 record_failure(task_key, worker_key, t, wid, kind, batch)
 local quarantined = redis.call('HGET', worker_key, 'quarantined') == '1'
 local state = release_attempt(ctx, tid, wid, now, kind, message, burn and not quarantined)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from novatests.chaos.fleet import Fleet, chaos_client
+from novatests.chaos.gateway_pool import GatewayPool
 from novatests.chaos.history import Verdict
 from novatests.chaos.report import Report
 
@@ -85,3 +86,11 @@ def private_redis(tmp_path: Path, redis_server_bin: str):
     yield start
     for s in servers:
         s.stop(kill=True)
+
+
+@pytest.fixture
+def pool(nova_chaos, redis_url, namespace, tmp_path) -> Iterator[GatewayPool]:
+    """Gateways and gateway workers (real processes) of one scenario, stopped at teardown."""
+    p = GatewayPool(nova_chaos, redis_url, namespace, tmp_path)
+    yield p
+    p.close()

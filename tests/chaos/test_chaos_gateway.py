@@ -12,13 +12,11 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 import requests
-from novatests.chaos.fleet import CHAOS_ENV, LEASE_TTL_S, no_tracebacks, stop_cleanly
-from novatests.chaos.history import check, invariants
-from novatests.gateway import GatewayProc, gateway_worker
+from novatests.chaos.fleet import LEASE_TTL_S, no_tracebacks, stop_cleanly
+from novatests.gateway import GatewayProc
 
 from nova_queue import TaskSpec, protocol, tokens
 from nova_queue.keys import result_key
@@ -26,48 +24,6 @@ from nova_queue.local import wait_for
 from nova_queue.stores import open_store
 
 pytestmark = pytest.mark.slow
-
-
-class Pool:
-    """Gateways and gateway workers of one scenario; all stopped at teardown."""
-
-    def __init__(self, nova, redis_url: str, namespace: str, root: Path):
-        self.nova, self.redis_url, self.namespace, self.root = nova, redis_url, namespace, root
-        self.store_url = (root / "store").as_uri()
-        self.gateways: list[GatewayProc] = []
-        self.workers = []
-
-    def gateway(self, name: str = "gw") -> GatewayProc:
-        gw = GatewayProc(self.redis_url, self.namespace, self.store_url, self.root / name,
-                         env=CHAOS_ENV, name=name)
-        self.gateways.append(gw)
-        return gw
-
-    def worker(self, gw: GatewayProc, name: str, *args: str):
-        token = tokens.create(self.nova, name)
-        w = gateway_worker(gw.url, token, self.namespace, self.root / name, "--app",
-                           "synthetic", "--no-benchmark", *args, name=name)
-        self.workers.append(w)
-        return w
-
-    def logs(self) -> str:
-        return "\n".join(f"===== {p.log_path.name}\n{p.output()[-3000:]}"
-                         for p in [*self.workers, *self.gateways])
-
-    def verdict(self, job: str, expect: str = "done"):
-        assert not invariants(self.nova, [job])
-        return check(self.nova, [job], store=open_store(self.store_url), expect=expect)
-
-    def close(self) -> None:
-        for p in [*self.workers, *self.gateways]:
-            p.close()
-
-
-@pytest.fixture
-def pool(nova_chaos, redis_url, namespace, tmp_path):
-    p = Pool(nova_chaos, redis_url, namespace, tmp_path)
-    yield p
-    p.close()
 
 
 def finished(nova, job):

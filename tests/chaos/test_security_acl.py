@@ -248,6 +248,42 @@ def test_roles_may_run_exactly_their_documented_commands(acl_redis, namespace):
     root.close()
 
 
+#: Commands whose cost the caller picks, whatever the data holds: a negative count returns
+#: that many members with repeats (``SRANDMEMBER key -50000000``: 5.9 s and a 350 MB reply on
+#: a set of three members, every other client waiting), a far offset allocates up to 512 MB
+#: (SETRANGE, SETBIT, BITFIELD), a payload or a sort the caller builds. No role may run one.
+#: (Blocking commands such as WAIT or XREAD BLOCK hold only their own connection.)
+COST_BY_ARGUMENT = {"srandmember", "zrandmember", "hrandfield", "setrange", "setbit",
+                    "bitfield", "sort", "sort_ro", "debug", "restore", "restore-asking",
+                    "pfdebug"}
+
+
+def test_no_role_may_run_a_command_whose_cost_an_argument_picks(acl_redis, namespace):
+    server, _, _ = acl_redis
+    root = redis.Redis(port=server.port, decode_responses=True)
+    if tuple(int(x) for x in root.info("server")["redis_version"].split(".")[:2]) < (7, 0):
+        pytest.skip("ACL DRYRUN needs Redis 7.0")
+    key = f"nova:{{{namespace}}}:app:synthetic:workers"
+    for user in ("nova-worker", "nova-gallery", "nova-admin"):
+        allowed = allowed_commands(root, user, key)
+        assert not allowed & COST_BY_ARGUMENT, (user, sorted(allowed & COST_BY_ARGUMENT))
+    root.close()
+
+
+def test_a_worker_credential_cannot_stall_redis_with_a_negative_count(acl_redis, namespace):
+    """The probe's attack, by hand with the worker login: refused at once; the scripts read
+    a bounded part of a set instead (SSCAN ... COUNT)."""
+    server, urls, admin = acl_redis
+    load_scripts(admin)
+    admin.register_worker("w", {"name": "w"}, ["synthetic"])
+    wr = redis.Redis.from_url(urls["nova-worker"], decode_responses=True)
+    try:
+        _refused(wr, "SRANDMEMBER", admin.keys.app_workers("synthetic"), "-50000000")
+        assert wr.sscan(admin.keys.app_workers("synthetic"), 0, count=64)[1] == ["w"]
+    finally:
+        wr.close()
+
+
 def test_the_gallery_role_serves_every_read_and_nothing_else(acl_redis, namespace):
     _, urls, admin = acl_redis
     load_scripts(admin)

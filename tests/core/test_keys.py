@@ -26,6 +26,7 @@ BUILT = {
     "nova:{ns}:expiring": K.expiring(),
     "nova:{ns}:expired": K.expired(),
     "nova:{ns}:departed": K.departed(),
+    "nova:{ns}:idents": K.idents(),
     "nova:{ns}:workers": K.workers(),
     "nova:{ns}:alive": K.alive(),
     "nova:{ns}:worker:<wid>": K.worker("W"),

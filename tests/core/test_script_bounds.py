@@ -381,7 +381,7 @@ def test_complete_and_fail_with_forged_fields(nova, meter):
 
 def test_register_with_huge_and_forged_json(nova, meter):
     keys = [k(nova).worker("w"), k(nova).workers(), k(nova).alive(), k(nova).events(),
-            k(nova).meta()]
+            k(nova).meta(), k(nova).idents()]
 
     def register(fields, apps, bench="{}", ttl=10_000):
         return lambda: call(nova, "register", keys, [nova.prefix, "w", ttl, 1000, fields, apps, bench])

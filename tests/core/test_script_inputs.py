@@ -186,7 +186,7 @@ def test_renew_register_fail_and_reap_refuse_out_of_range_numbers(nova):
     res = nova.scripts.call("renew", renew_keys, [nova.prefix, "w", 1000, 10, 1000, 10,
                                                   "not a task id", "1", "x"])
     assert res[0] == BAD_INPUT
-    reg_keys = [k.worker("x"), k.workers(), k.alive(), k.events(), k.meta()]
+    reg_keys = [k.worker("x"), k.workers(), k.alive(), k.events(), k.meta(), k.idents()]
     res = nova.scripts.call("register", reg_keys, [nova.prefix, "x", 0, 1000, "{}", "synthetic",
                                                    "{}"])
     assert res[0] == BAD_INPUT and not nova.redis.exists(k.worker("x"))

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from nova_queue.errors import ConfigError
-from nova_queue.workers.node import current_host_id, load_or_create_node, new_worker_id
+from nova_queue.keys import WORKER_ID_RE, ident_of
+from nova_queue.workers.node import (
+    current_host_id,
+    load_or_create_node,
+    new_worker_id,
+    node_identity,
+)
 
 
 def test_created_then_reused(tmp_path):
@@ -143,12 +149,22 @@ def test_concurrent_processes_agree(tmp_path, corrupt_first):
     assert json.loads((home / ".nova" / "node.json").read_text())["node_id"] in ids
 
 
-def test_worker_ids_unique_and_prefixed(tmp_path):
+def test_worker_ids_unique_and_prefixed_by_the_identity(tmp_path):
     node = load_or_create_node(tmp_path)
     ids = {new_worker_id(node) for _ in range(2000)}
     assert len(ids) == 2000
-    assert all(i.startswith(node.node_id[:8] + "-") for i in ids)
-    assert all(set(i) <= set("0123456789abcdef-") for i in ids)
+    assert {ident_of(i) for i in ids} == {node_identity(node)}
+    assert node_identity(node).startswith(node.node_id[:8] + "-")
+    assert all(set(i) <= set("0123456789abcdef-.") and WORKER_ID_RE.match(i) for i in ids)
+
+
+def test_the_identity_is_the_node_and_the_name(tmp_path):
+    """Two workers sharing a home under different names are two identities; a restart under
+    the same name is the same one."""
+    a, b = load_or_create_node(tmp_path, "gpu0"), load_or_create_node(tmp_path, "gpu1")
+    assert a.node_id == b.node_id
+    assert node_identity(a) != node_identity(b)
+    assert node_identity(load_or_create_node(tmp_path, "gpu0")) == node_identity(a)
 
 
 def test_worker_ids_differ_across_processes(tmp_path):
@@ -157,7 +173,7 @@ def test_worker_ids_differ_across_processes(tmp_path):
             "print(new_worker_id(load_or_create_node(Path(sys.argv[1]))))")
     outs = [subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                            text=True, timeout=30, check=True).stdout.strip() for _ in range(3)]
-    assert len(set(outs)) == 3 and len({o.split("-")[0] for o in outs}) == 1
+    assert len(set(outs)) == 3 and len({ident_of(o) for o in outs}) == 1
 
 
 def test_unwritable_home_is_a_config_error(tmp_path):

@@ -1,5 +1,5 @@
---[[ add_to_list: `list` (a task's comma-separated worker ids: oom, failed_on) with `wid`
-  added once; a list that would pass MAX_OOM_BYTES stays as it is.
+--[[ add_to_list: `list` (a task's comma-separated list: oom's worker ids, failed_on's
+  identities) with `wid` added once; a list that would pass MAX_OOM_BYTES stays as it is.
 ]]
 --- @include "in_list"
 local function add_to_list(list, wid)

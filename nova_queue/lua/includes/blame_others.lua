@@ -1,20 +1,21 @@
---[[ blame_others: task tid, just committed by worker wid, had failed on the workers of
-  `failed_on`: each other one whose current failure streak holds the task failed a task
-  that succeeds elsewhere, and is quarantined (quarantine_worker, its last error as the
-  reason) once that happened c.quarantine_after times in its streak. Weighs the first
-  MAX_LISTED ids. c: commit_argv's fields. ctx: as quarantine_worker's. Returns true if it
+--[[ blame_others: task tid, just committed by worker wid, had failed on the identities of
+  `failed_on`: the latest worker of each other one (`idents`) whose current failure streak
+  holds the task failed a task that succeeds elsewhere, and is quarantined
+  (quarantine_worker, its last error as the reason) once that happened c.quarantine_after
+  times in its streak. Weighs the first MAX_LISTED ids. c: commit_argv's fields. ctx: as quarantine_worker's. Returns true if it
   quarantined a worker.
 ]]
 --- @include "in_list"
 --- @include "quarantine_worker"
 local function blame_others(ctx, tid, failed_on, wid, now, c)
-  local n, quarantined = 0, false
-  for u in string.gmatch(string.sub(failed_on, 1, MAX_OOM_BYTES), '[^,]+') do
+  local n, quarantined, ident = 0, false, ident_of(wid)
+  for id in string.gmatch(string.sub(failed_on, 1, MAX_OOM_BYTES), '[^,]+') do
     n = n + 1
     if n > MAX_LISTED then
       break
     end
-    local key = u ~= wid and is_name(u, 128) and (ctx.prefix .. 'worker:' .. u)
+    local u = id ~= ident and (redis.call('HGET', ctx.prefix .. 'idents', id) or id)
+    local key = u and is_name(u, 128) and (ctx.prefix .. 'worker:' .. u)
     local w = key and redis.call('HMGET', key, 'streak_tids', 'blamed', 'quarantined', 'last_error')
     if w and w[3] ~= '1' and in_list(w[1], tid) then
       local blamed = (tonumber(w[2]) or 0) + 1

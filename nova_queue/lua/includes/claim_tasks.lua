@@ -45,7 +45,8 @@ local function claim_tasks(K, a)
   end
   local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
     host = w[7] or '', claims = w[8], labels_raw = w[10], memory = w[11], warm = w[12],
-    load_s = num_in(w[13], 0, MAX_RUN_S) or 0, app = a.app }
+    load_s = num_in(w[13], 0, MAX_RUN_S) or 0, app = a.app,
+    window_ms = math.max(a.ttl_ms, MIN_CLAIMING_MS) } -- others count on recent claimers only
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
     return claim_idle(ctx, K, a, me, probing, now)

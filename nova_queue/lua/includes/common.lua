@@ -41,6 +41,12 @@ local MAX_LABELS = 32              -- labels of a worker (placement.py mirrors i
 local MAX_REQUIRES = 16            -- requirements of a job, and values of one
 local BACKUP_MIN_GAIN_MS = 1000    -- a backup must finish this much sooner ...
 local BACKUP_GAIN_SHARE = 0.5      -- ... and by this share of the running attempt's rest
+local MIN_CLAIMING_MS = 5000       -- others count on a worker that claimed this recently (or
+                                   -- its lease TTL, if longer), or is within its predicted run
+local FREE_BACKS_PER_TASK = 3      -- hand-backs without an attempt (shutdown, infra, prepare)
+                                   -- one task gets free while other workers succeed ...
+local FREE_BACKS_PER_WINDOW = 64   -- ... and one worker's identity in FREE_WINDOW_MS
+local FREE_WINDOW_MS = 60000
 local MAX_RETENTION_S = 315360000  -- how long a finished job stays in Redis (10 years)
 local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before retention): 7 days
 local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
@@ -143,6 +149,14 @@ end
 
 local function index_of(tid)
   return string.match(tid, ':(%d+)$')
+end
+
+-- The identity a worker id belongs to: what precedes its last '.' (a gateway worker's token
+-- name; a direct worker's node, keys.ident_of); an id without one is its own. Blame follows
+-- the identity: a task's failed_on lists identities, and a new worker id of an identity takes
+-- over its previous one's quarantine and failure streak (register-6).
+local function ident_of(wid)
+  return string.match(wid, '^(.+)%.[^.]+$') or wid
 end
 
 -- Marks the job finished once every task is terminal; returns 1 if this call finished it.

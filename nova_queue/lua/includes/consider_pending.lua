@@ -27,12 +27,13 @@ local function consider_pending(ctx, K, a, s, tid, now)
   end
   local fits = nil -- oom_fits: true, false (wait for a larger worker), nil (no rule)
   if t[9] then
-    fits = oom_fits(ctx.prefix, s, K.app_workers, a, t)
+    fits = oom_fits(ctx.prefix, s, K.app_workers, a, t, now)
   end
   if fits == false then
     return -- a worker with more memory (or smaller batches) is live: it goes there
   end
-  if not fits and (t[2] or t[8]) and left_to_others(s, K.app_workers, a.wid, t[2], t[8]) then
+  if not fits and (t[2] or t[8])
+      and left_to_others(s, ctx.prefix, K.app_workers, a, t[2], t[8], now) then
     return
   end
   local n = #s.tids + 1

@@ -2,7 +2,9 @@
   whether it is a measured one. me: the worker's {ema, n, bench} for the app. Measured:
   its moving average once it has samples. Else its startup benchmark scaled by the fleet's
   median ratio of measured to benchmarked speed (the first 64 of the fleet), or the bare
-  benchmark; nil when it has neither.
+  benchmark, but never faster than the fastest measured worker among them (speed is
+  earned: a declared benchmark counts only until runs say otherwise); nil when it has
+  neither.
 ]]
 --- @include "common"
 local function estimate(fleet_key, prefix, wid, app, me)
@@ -14,20 +16,23 @@ local function estimate(fleet_key, prefix, wid, app, me)
   if not bench then
     return nil, false
   end
-  local ratios = {}
+  local ratios, fastest = {}, nil
   for _, v in ipairs(redis.call('ZRANGE', fleet_key, '0', '63')) do
     if v ~= wid then
       local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'ema:' .. app, 'n:' .. app,
         'bench:' .. app)
       local ema_v, b = num_in(h[1], MIN_SPEED, MAX_SPEED), num_in(h[3], MIN_SPEED, MAX_SPEED)
-      if (tonumber(h[2]) or 0) > 0 and ema_v and b then
-        ratios[#ratios + 1] = ema_v / b
+      if (tonumber(h[2]) or 0) > 0 and ema_v then
+        fastest = math.min(fastest or ema_v, ema_v)
+        if b then
+          ratios[#ratios + 1] = ema_v / b
+        end
       end
     end
   end
-  if #ratios == 0 then
-    return bench, false
+  if #ratios > 0 then
+    table.sort(ratios)
+    bench = bench * ratios[math.floor((#ratios + 1) / 2)]
   end
-  table.sort(ratios)
-  return bench * ratios[math.floor((#ratios + 1) / 2)], false
+  return math.max(bench, fastest or bench), false
 end

@@ -4,7 +4,7 @@
   as it has run (it is overdue: its prediction was wrong); the backup must save at least
   BACKUP_MIN_GAIN_MS and BACKUP_GAIN_SHARE of that rest, so correct predictions start no
   backups. Looks at the first MAX_BACKUP_SCAN leases; skips tasks that had a backup (one
-  per task), are this worker's, or failed or ran out of memory on it. Returns the one that
+  per task), are this worker's, or failed (on its identity) or ran out of memory on it. Returns the one that
   saves most as {tid, t (its fields below), j (its job's app, state, params, timeout_s),
   cost}, or nil.
 ]]
@@ -17,7 +17,7 @@ local function find_backup(ctx, a, t_w, now)
       'claimed_ms', 'predicted_s', 'cost', 'backups', 'oom', 'failed_on', 'lease_gen',
       'attempt_count', 'input', 'gen_top', 'deadline_ms')
     if t and t[1] == 'leased' and t[2] ~= a.wid and not t[6] and not in_list(t[7], a.wid)
-        and not in_list(t[8], a.wid) then
+        and not in_list(t[8], ident_of(a.wid)) then
       local j = jobs[job_id] or redis.call('HMGET', ctx.prefix .. 'job:' .. job_id, 'app',
         'state', 'params', 'timeout_s')
       jobs[job_id] = j

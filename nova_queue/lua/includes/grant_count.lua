@@ -3,7 +3,7 @@
   (ms). No estimate at all: one (explore). Fast path, O(log n): while R is large the
   others cannot finish the queue first, and all are granted without visiting a worker;
   else finish_time_grant weighs the fastest_others that may take the head candidate (not
-  those it failed or ran out of memory on).
+  those it failed or ran out of memory on, nor those that stopped claiming: me.window_ms).
 ]]
 --- @include "decode_list"
 --- @include "fastest_others"
@@ -33,8 +33,8 @@ local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now, me)
   local j = s.jobs[s.job]
   local requires = decode_list(j[6], nil)
   local model = j[10] and j[10] ~= '' and j[10] or nil -- a worker without it loads first
-  local others = fastest_others(fleet_key, prefix, wid, c, now, skip,
-    requires and #requires > 0 and requires or nil, model, me.app)
+  local others = fastest_others(fleet_key, prefix, wid, c, now, now - me.window_ms, skip,
+    requires and #requires > 0 and requires or nil, model, me.app, measured and t_w or nil)
   local grant = finish_time_grant(others, t_w, costs, R,
     model and me.warm ~= model and me.load_s * 1000 or 0)
   if grant == 0 then

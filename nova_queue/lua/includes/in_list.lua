@@ -1,5 +1,5 @@
---[[ in_list: whether worker id `wid` is in `list`, a task's comma-separated list of worker
-  ids (oom, failed_on; false or nil when the field is missing).
+--[[ in_list: whether `wid` is in `list`, a task's comma-separated list (oom: worker ids;
+  failed_on: identities, ident_of; false or nil when the field is missing).
 ]]
 --- @include "common"
 local function in_list(list, wid)

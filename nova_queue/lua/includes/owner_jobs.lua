@@ -4,9 +4,10 @@
   order (priority, then FIFO; queue_job), the first 8 per owner, until the claim has k. A
   job whose range holds no pending task leaves its owner's queue, and an owner whose queue
   is empty leaves the set (a requeued task puts them back). Looks at 32 owners at most
-  (SRANDMEMBER: all of them when there are no more). Returns false when fewer than two
+  (members_upto: all of them when there are no more). Returns false when fewer than two
   owners wait (the caller walks the queue as one), else true (s holds what it found).
 ]]
+--- @include "members_upto"
 --- @include "owner_order"
 --- @include "next_owner"
 --- @include "consider_job"
@@ -14,7 +15,7 @@
 --- @include "take_jobs"
 local function owner_jobs(ctx, K, a, me, s, now)
   local owners_key = ctx.prefix .. 'app:' .. a.app .. ':owners'
-  local owners = redis.call('SRANDMEMBER', owners_key, '32') -- all of them, up to 32
+  local owners = members_upto(owners_key, 32) -- all of them, up to 32
   if #owners < 2 then
     return false
   end

@@ -1,8 +1,9 @@
 --[[ record_failure: what a failure report says about the task and its worker, before the
   attempt ends. "oom": the worker joins the task's oom list, and the task remembers the
   largest device memory (bytes) and the smallest batch it ran out of memory with
-  (oom_fits sends it to more memory or a smaller batch); "error": the worker joins its
-  failed_on list (left_to_others sends it elsewhere). Every kind but "shutdown" counts as a
+  (oom_fits sends it to more memory or a smaller batch); "error": the worker's identity
+  (ident_of) joins its failed_on list (left_to_others sends it elsewhere, also when the same
+  machine or token comes back under a new worker id). Every kind but "shutdown" counts as a
   failure of the worker. t: fail-10's read of the task (t[8] oom, t[9] failed_on,
   t[12] oom_memory, t[13] oom_batch).
 ]]
@@ -15,7 +16,7 @@ local function record_failure(task_key, worker_key, t, wid, kind, batch)
       math.min(batch, int_in(t[13], 1, MAX_CLAIM_K) or batch))
     redis.call('HINCRBY', worker_key, 'oom', 1)
   elseif kind == 'error' then
-    redis.call('HSET', task_key, 'failed_on', add_to_list(t[9], wid))
+    redis.call('HSET', task_key, 'failed_on', add_to_list(t[9], ident_of(wid)))
   end
   if kind ~= 'shutdown' then
     redis.call('HINCRBY', worker_key, 'failures', 1)

@@ -1,13 +1,14 @@
 --[[ refund_attempts: gives back the attempts worker wid used on the tasks `tids` (its
-  failure streak, comma-separated; at most MAX_STREAK): each task listing wid in its
-  failed_on, and not cancelled, counts one attempt fewer, and one that failed for
-  good through wid's attempt returns to the queue (unfail_task). Returns how many tasks
+  failure streak, comma-separated, perhaps begun under an earlier worker id of its identity;
+  at most MAX_STREAK): each task listing its identity in failed_on, and not cancelled, counts
+  one attempt fewer, and one that failed for good through an attempt of that identity
+  returns to the queue (unfail_task). Returns how many tasks
   got an attempt back.
 ]]
 --- @include "in_list"
 --- @include "unfail_task"
 local function refund_attempts(ctx, wid, tids, now)
-  local n, visited = 0, 0
+  local n, visited, ident = 0, 0, ident_of(wid)
   for tid in string.gmatch(string.sub(tids or '', 1, 81 * MAX_STREAK), '[^,]+') do
     visited = visited + 1
     if visited > MAX_STREAK then
@@ -17,9 +18,9 @@ local function refund_attempts(ctx, wid, tids, now)
     local t = task_key and redis.call('HMGET', task_key, 'state', 'attempt_count',
       'last_worker', 'failed_on')
     local attempts = t and int_in(t[2], 1, 1e15)
-    if attempts and t[1] ~= 'cancelled' and in_list(t[4], wid) then
+    if attempts and t[1] ~= 'cancelled' and in_list(t[4], ident) then
       redis.call('HSET', task_key, 'attempt_count', attempts - 1)
-      if t[1] == 'failed' and t[3] == wid then
+      if t[1] == 'failed' and ident_of(t[3] or '') == ident then
         unfail_task(ctx, tid, now, attempts - 1)
       end
       n = n + 1

@@ -1,5 +1,6 @@
 --[[ remove_worker: takes a worker out of the fleet and releases what it held.
-  state: 'lost' (heartbeat expired: attempts burn) or 'stopped' (graceful: they don't).
+  state: 'lost' (heartbeat expired: attempts burn) or 'stopped' (graceful: they don't, but
+  for a task handed back that way too often while others succeed: free_hand_back).
   held_key: the worker's held set when the caller has it in KEYS.
   Visits at most MAX_APPS of its apps and min(MAX_HELD_VISIT, ctx.budget) held tasks (a
   worker holds a few; the rest of a larger, hand-written set is left: those leases expire
@@ -10,6 +11,8 @@
   plus release's. Returns the number of leases released.
 ]]
 --- @include "release_attempt"
+--- @include "free_hand_back"
+--- @include "members_upto"
 --- @include "set_warm"
 --- @include "worker_apps"
 local function remove_worker(ctx, wid, now, state, held_key)
@@ -27,12 +30,14 @@ local function remove_worker(ctx, wid, now, state, held_key)
   local message = lost and ('worker ' .. name .. ' lost: heartbeat expired') or ''
   local released = 0
   if ctx.budget > 0 then
-    local held = redis.call('SRANDMEMBER', held_key, math.min(MAX_HELD_VISIT, ctx.budget))
+    local held = members_upto(held_key, math.min(MAX_HELD_VISIT, ctx.budget))
     for _, tid in ipairs(held) do
       local t = is_task_id(tid) and redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'worker',
         'b_worker')
-      if t and (t[1] == wid or t[2] == wid)
-          and release_attempt(ctx, tid, wid, now, lost and 'lost' or 'shutdown', message, lost) then
+      local ours = t and (t[1] == wid or t[2] == wid)
+      local burn = ours and (lost or not free_hand_back(ctx, tid, wid, now))
+      if ours and release_attempt(ctx, tid, wid, now, lost and 'lost' or 'shutdown', message,
+          burn) then
         released = released + 1
       else
         redis.call('SREM', held_key, tid) -- no longer ours (release removes ours)

@@ -1,5 +1,5 @@
 --[[ time_out: worker wid's attempt at task tid ran past its run deadline: the task is left
-  to other workers (failed_on), the attempt ends (release_attempt, kind 'timeout': an
+  to other workers (its identity joins failed_on), the attempt ends (release_attempt, kind 'timeout': an
   attempt is used, unless the worker is quarantined) and counts against the worker
   (note_failure). claimed_ms: when the attempt began. Returns the task's new state.
 ]]
@@ -13,7 +13,7 @@ local function time_out(ctx, tid, wid, now, claimed_ms)
   local limit = tonumber(t[3] == wid and t[4] or t[2]) or now
   local message = 'ran past its run-time limit of '
     .. num((limit - (int_in(claimed_ms, 0, 1e15) or now)) / 1000) .. ' s'
-  redis.call('HSET', task_key, 'failed_on', add_to_list(t[1], wid))
+  redis.call('HSET', task_key, 'failed_on', add_to_list(t[1], ident_of(wid)))
   local worker_key = ctx.prefix .. 'worker:' .. wid
   local quarantined = redis.call('HGET', worker_key, 'quarantined') == '1'
   if redis.call('EXISTS', worker_key) == 1 then

@@ -21,7 +21,7 @@ local function write_backup(ctx, K, a, me, b, t_w, now)
   redis.call('ZADD', ctx.leases, math.min(tonumber(t[13]) or deadline, deadline), tid)
   redis.call('SADD', K.held, tid)
   redis.call('HSET', K.worker, 'state', 'busy', 'busy_until_ms', int(now + predicted * 1000),
-    'last_claim', attempt_id, 'claims', (tonumber(me.claims) or 0) + 1)
+    'last_claim', attempt_id, 'claim_ms', int(now), 'claims', (tonumber(me.claims) or 0) + 1)
   emit(ctx, 'backup_started', 'job', job_id, 'task', index, 'worker', a.wid, 'name', me.name,
     'backend', me.backend, 'lease_gen', gen, 'attempt', t[10] or '0',
     'predicted_s', num(predicted), 'of', t[2] or '')

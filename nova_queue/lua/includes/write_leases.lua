@@ -25,8 +25,7 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
     local gen = math.max(int_in(t[4], 0, 1e15) or 0, int_in(t[7], 0, 1e15) or 0) + 1
     local attempt = (int_in(t[5], 0, 1e15) or 0) + 1
     local gen_s, attempt_s = int(gen), int(attempt) -- strings: Redis formats numbers slowly
-    local attempt_id = a.attempt_ids[i]
-    local predicted = t_w and (t_w * cost) or nil
+    local attempt_id, predicted = a.attempt_ids[i], t_w and (t_w * cost) or nil
     local predicted_s = predicted and num(predicted) or ''
     busy = busy + (predicted or 0)
     if not granted[job_id] then
@@ -71,6 +70,7 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
   update_job_counts(ctx.prefix, s.jobs, granted, order, now)
   redis.call('HINCRBY', ctx.inflight, a.app, int(grant))
   redis.call('HSET', K.worker, 'state', 'busy', 'busy_until_ms', int(now + busy * 1000),
-    'last_claim', a.attempt_ids[1], 'claims', int((tonumber(me.claims) or 0) + grant))
+    'last_claim', a.attempt_ids[1], 'claim_ms', now_s,
+    'claims', int((tonumber(me.claims) or 0) + grant))
   return leases
 end

@@ -164,3 +164,46 @@ def join(gw, token: str, apps=("synthetic",), fields=None) -> str:
                   headers=auth(token, wid))
     assert res.status_code == 200, res.json
     return wid
+
+
+class HandWorker:
+    """A hand-written gateway client, as an adversarial probe writes one: it speaks the
+    protocol over HTTP (hello, register, claim, renew, fail) and says what it likes."""
+
+    def __init__(self, url: str, token: str):
+        self.url, self.token, self.worker_id = url, token, ""
+        self.http = requests.Session()
+
+    def post(self, call: str, body: dict) -> requests.Response:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        if self.worker_id:
+            headers["X-Nova-Worker"] = self.worker_id
+        return self.http.post(f"{self.url}/v1/{call}", json=body, headers=headers, timeout=30)
+
+    def hello(self, bench_s: float | None = None) -> str:
+        """hello + register (a fresh worker id each time), declaring ``bench_s``."""
+        self.worker_id = ""
+        res = self.post("hello", {"protocol": protocol.PROTOCOL})
+        assert res.status_code == 200, res.text
+        self.worker_id = res.json()["worker_id"]
+        bench = {"synthetic": {"bench_s": bench_s}} if bench_s is not None else {}
+        res = self.post("register", {"fields": {"name": self.token[:6]}, "apps": ["synthetic"],
+                                     "bench": bench})
+        assert res.status_code == 200, res.text
+        return self.worker_id
+
+    def claim(self, k: int = 1) -> list[dict]:
+        res = self.post("claim", {"app": "synthetic",
+                                  "attempt_ids": [os.urandom(8).hex() for _ in range(k)]})
+        assert res.status_code == 200, res.text
+        return res.json().get("leases") or []
+
+    def renew(self) -> None:
+        self.post("renew", {"leases": []})
+
+    def fail(self, lease: dict, kind: str, message: str) -> requests.Response:
+        fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
+        return self.post("fail", {"lease": fence, "kind": kind, "message": message})
+
+    def close(self) -> None:
+        self.http.close()

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from nova_queue import TaskSpec
 from nova_queue.keys import result_key
+from novatests.seed import claiming
 
 
-def join(nova, wid: str, apps=("synthetic",), **fields) -> None:
-    """Register ``wid`` (backend cpu) for ``apps``."""
+def join(nova, wid: str, apps=("synthetic",), *, claims: bool = True, **fields) -> None:
+    """Register ``wid`` (backend cpu) for ``apps``; with ``claims``, as a worker that claims
+    (the worker loop claims right after it registers: only then do others' claims count on
+    it, ``seed.claiming``)."""
     nova.register_worker(wid, {"name": wid, "backend": "cpu", **fields}, apps)
+    if claims:
+        claiming(nova, wid)
 
 
 def setup_job(nova, n: int = 3, cost: float = 1.0, **kw) -> str:

@@ -27,10 +27,19 @@ def finished_long_ago(nova, job_id: str) -> None:
 
 
 def set_speed(nova, wid: str, app: str, s_per_cost: float, samples: int = 5) -> None:
-    """Seed state: a worker's measured moving average for ``app``."""
+    """Seed state: a worker's measured moving average for ``app``, and a worker that claims
+    (:func:`claiming`), as one that measured its runs does."""
     nova.redis.hset(nova.keys.worker(wid), mapping={f"ema:{app}": s_per_cost,
                                                     f"n:{app}": samples})
     nova.redis.zadd(nova.keys.app_fleet(app), {wid: s_per_cost})
+    claiming(nova, wid)
+
+
+def claiming(nova, wid: str, ago_ms: int = 0) -> None:
+    """Seed state: the worker's last claim was ``ago_ms`` ago by Redis's clock (others'
+    claims count on a worker only while it claims: ``claim_ms``)."""
+    seconds, micros = nova.redis.time()
+    nova.redis.hset(nova.keys.worker(wid), "claim_ms", seconds * 1000 + micros // 1000 - ago_ms)
 
 
 #: What a worker credential can HSET into a field that readers parse as a number or JSON:

@@ -47,6 +47,9 @@ SCENARIOS = {
     28: "gateway mode: a worker's token revoked mid-job",
     29: "gateway mode: a forged completion and failure for another worker's lease",
     30: "gateway mode: an upload to another attempt's result key",
+    31: "a phantom gateway worker declares a benchmark of 1e-9 s and never claims",
+    32: "a gateway token fails every task and says hello again (a new worker id) after each",
+    33: "a gateway worker hands every task back as an infra failure (no attempt used)",
 }
 
 

@@ -1,12 +1,17 @@
 --[[ register: a worker joins (or re-joins after being declared lost). Records its
   capability, marks it alive until its heartbeat TTL, adds it to each app's worker set
-  and, where its startup benchmark gives an estimate, to the app's fleet.
+  and, where its startup benchmark gives an estimate, to the app's fleet (never faster
+  than the fleet's fastest measured worker: enter_fleet). It becomes the latest worker of
+  its identity (ident_of: what precedes the id's last '.') and takes over the blame record
+  of the identity's previous worker id (take_over_identity): re-registering under a new id
+  clears no quarantine or failure streak.
 
   KEYS[1] worker hash      nova:{ns}:worker:<wid>
   KEYS[2] workers zset     nova:{ns}:workers
   KEYS[3] alive zset       nova:{ns}:alive
   KEYS[4] events stream    nova:{ns}:events
   KEYS[5] meta hash        nova:{ns}:meta
+  KEYS[6] idents hash      nova:{ns}:idents
 
   ARGV[1] key prefix ("nova:{ns}:")
   ARGV[2] worker id
@@ -33,13 +38,14 @@
 --- @include "app_list"
 --- @include "bench_estimates"
 --- @include "join_apps"
+--- @include "take_over_identity"
 
 local worker_key, workers_key, alive_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, ttl_ms = ARGV[1], ARGV[2], int_in(ARGV[3], 1, MAX_TTL_MS)
 local ctx = { prefix = prefix, events = KEYS[4], maxlen = ARGV[4] }
 if not is_name(wid, 128) or not ttl_ms or not int_in(ARGV[4], 1, MAX_EVENTS_MAXLEN)
     or not keys_are(prefix, KEYS, { 'worker:' .. wid, 'workers', 'alive', 'events',
-      'meta' }) then
+      'meta', 'idents' }) then
   return bad_input('invalid worker id, TTL or events MAXLEN, or KEYS that do not match them')
 end
 local fields, bench, apps = decode_object(ARGV[5]), decode_object(ARGV[7]), app_list(ARGV[6])
@@ -66,6 +72,7 @@ redis.call('HSET', worker_key, 'id', wid, 'apps', table.concat(apps, ','), 'stat
   'last_seen_ms', int(now), 'busy_until_ms', int(now), 'protocol', PROTOCOL.VERSION)
 redis.call('HSETNX', worker_key, 'joined_ms', int(now))
 redis.call('HDEL', worker_key, 'left_ms')
+take_over_identity(prefix, KEYS[6], worker_key, wid)
 redis.call('ZADD', workers_key, 'NX', now, wid)
 redis.call('ZADD', alive_key, now + ttl_ms, wid)
 join_apps(prefix, worker_key, wid, apps, estimates,
