@@ -5,7 +5,9 @@ the doctor confirms each one atomically before reporting it (``nova_queue/doctor
 The invariants: every task is in exactly the place its state says (pending: its app's
 pending set; leased: the lease set and its worker's held set; failed: the failed set; no
 other state in any of them), and no set holds a member that is not such a task; a job's
-counts equal its tasks' states, and a job whose tasks are all terminal has finished; every
+counts equal its tasks' states, a job whose tasks are all terminal has finished, and a
+finished job's state agrees with its counts (failed: not one task done; done: one at least;
+a warning, since a release before the state failed finished such jobs as done); every
 job and worker is in its indexes (a finished job in the retention index); inflight equals the
 leased tasks per app; every key belongs to something.
 """
@@ -22,6 +24,7 @@ import redis
 from nova_queue import protocol
 from nova_queue.doctor_scan import JOB_FIELDS, KeyScan, read_tasks
 from nova_queue.keys import Keyspace
+from nova_queue.models import FINISHED_STATES
 
 #: Task states and the job counter of each.
 STATES = ("pending", "leased", "done", "failed", "cancelled")
@@ -145,10 +148,13 @@ def _counts(keys: Keyspace, job_id: str, j: dict[str, Any], states: Counter[str]
     if off:
         yield Finding("counts", f"job {job_id}: counts " + ", ".join(off), (keys.job(job_id),),
                       repair=("recount", job_id))
-    elif (j["state"] not in ("done", "cancelled") and n and n == _int(j["total"])
+    elif (j["state"] not in FINISHED_STATES and n and n == _int(j["total"])
           and sum(states[s] for s in TERMINAL) == n):
         yield Finding("counts", f"job {job_id}: every task is terminal but it is {j['state']}",
                       (keys.job(job_id),), repair=("recount", job_id))
+    elif j["state"] in ("done", "failed") and (states["done"] > 0) != (j["state"] == "done"):
+        yield Finding("counts", f"job {job_id} is {j['state']} with {states['done']} of its "
+                      f"{n} tasks done", (keys.job(job_id),), "warning")
     if n != _int(j["total"]):
         yield Finding("counts", f"job {job_id} has {n} tasks from index 0 but declares "
                       f"{j['total']}", (keys.job(job_id),))

@@ -79,7 +79,9 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
               "one of a task's two running attempts ended without a result (``kind`` as for "
               "requeued); the other runs on"),
     EventType("job_finished", ("job", "state", "done", "failed", "cancelled"),
-              "every task of a job is terminal; ``state`` done or cancelled, with the counts"),
+              "every task of a job is terminal; ``state`` done (a task or more done; "
+              "``failed`` counts the rest), failed (not one task done) or cancelled, with "
+              "the counts"),
     EventType("job_cancelled", ("job",), "a job was cancelled: none of its tasks runs again"),
     EventType("worker_joined", ("worker", "name", "backend", "host", "apps", "rejoined"),
               "a worker registered (``rejoined`` 1 if its id was known); ``apps`` comma list"),

@@ -33,7 +33,7 @@ nova:{ns}:inflight                      hash     -    C K F P O          C M
 nova:{ns}:seq                           string   -    E                  E
 nova:{ns}:apps                          set      -    E                  B M
 nova:{ns}:failed                        zset     -    F P T Y O          B
-nova:{ns}:finished                      zset     -    K F P X Y          Q
+nova:{ns}:finished                      zset     -    K F P X T Y O      Q
 nova:{ns}:expiring                      zset     -    K F P X C O Y      Y
 nova:{ns}:expired                       zset     -    Y                  U B
 nova:{ns}:workers                       zset     -    G P Y O            U B M
@@ -61,8 +61,10 @@ nova:{ns}:gw:rate:<digest>:<window>     string   TTL  H                  H
 Fields and members:
 
 - ``job:<job>``: ``id app params`` (JSON object) ``priority max_attempts name created_ms
-  started_ms finished_ms state`` (staging | queued | running | done | cancelled | expired:
-  being deleted) ``total staged pending leased done failed cancelled`` (task counts) ``seq0``
+  started_ms finished_ms state`` (staging | queued | running | done: every task ended, a
+  task or more done, ``failed`` counts the others | failed: every task ended, not one done |
+  cancelled | expired: being deleted) ``total staged pending leased done failed cancelled``
+  (task counts) ``seq0``
   ``timeout_s`` (run-time limit per task; '' derives it) ``requires`` (JSON list of
   ``[key, op, values]``, :mod:`nova_queue.placement`) ``owner`` ``model`` (what its tasks
   need warm) ``retention_s`` (how long it stays once finished) ``purge_next`` (the lowest
@@ -85,8 +87,10 @@ Fields and members:
 - ``leases``: leased task ids scored by lease deadline (ms). Reaping sweeps it.
 - ``inflight``: app -> number of leased tasks (``claim`` tells EMPTY from WAIT with it).
 - ``jobs`` / ``staging`` / ``finished`` / ``failed``: ids scored by created / created /
-  finished / failed time. ``finished`` is the post-processing outbox.
-- ``expiring``: every finished (done or cancelled) job id scored by when its retention ends
+  finished / failed time. ``finished`` is the post-processing outbox: done and failed jobs
+  (a cancelled one is not post-processed); a retry takes a job out of it.
+- ``expiring``: every finished (done, failed or cancelled) job id scored by when its
+  retention ends
   (``finished_ms + 1000 * retention_s``); the sweep deletes the job, its tasks and index
   entries then. ``expired``: ids of jobs so deleted (or purged), scored by when: at most
   100,000, kept for as long again as the retention (a minute at least), so readers can say

@@ -216,6 +216,11 @@ class TaskInfo:
         }
 
 
+#: A job's states once every task ended: done (a task or more done; ``failed`` counts those
+#: that were not), failed (not one task done) and cancelled.
+FINISHED_STATES = ("done", "failed", "cancelled")
+
+
 @dataclasses.dataclass(frozen=True)
 class JobStatus:
     """A job's counters, and its tasks when asked for."""
@@ -270,7 +275,8 @@ class JobStatus:
 
     @property
     def finished(self) -> bool:
-        return self.state in ("done", "cancelled") and self.leased == 0
+        """Every task ended and no lease is left: state done, failed or cancelled."""
+        return self.state in FINISHED_STATES and self.leased == 0
 
     def to_json(self, with_tasks: bool = True) -> dict[str, Any]:
         """The ``status --json`` / ``/api/jobs/<id>`` shape."""

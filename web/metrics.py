@@ -80,7 +80,7 @@ class NovaCollector:
         jobs = GaugeMetricFamily("novaqueue_jobs",
                                  f"Jobs by state among the {JOBS_COUNTED} most recent.",
                                  labels=["state"])
-        for state in ("queued", "running", "done", "cancelled"):
+        for state in ("queued", "running", "done", "failed", "cancelled"):
             jobs.add_metric([state], by_state.get(state, 0))
         yield jobs
         yield from self._workers()

@@ -37,14 +37,28 @@ def eta_s(job: JobStatus, now_ms: int) -> float | None:
     return remaining / (job.done / elapsed_s)
 
 
+def job_tone(job: JobStatus) -> str:
+    """How the job's badge and progress bar are coloured: its state, but ``partial`` for a
+    job done with failed tasks (amber, not a green success)."""
+    return "partial" if job.state == "done" and job.failed else job.state
+
+
+def job_state_text(job: JobStatus) -> str:
+    """The job's badge: its state, with the failed count once it is done
+    (``done · 3 failed``)."""
+    return f"done · {job.failed} failed" if job_tone(job) == "partial" else job.state
+
+
 def job_summary(job: JobStatus, now_ms: int) -> dict[str, Any]:
-    """``JobStatus.to_json()`` without tasks, plus progress, elapsed time and ETA."""
+    """``JobStatus.to_json()`` without tasks, plus its badge, progress, elapsed time and ETA."""
     end_ms = job.finished_ms or now_ms
     elapsed = (end_ms - job.started_ms) / 1000 if job.started_ms else None
     eta = eta_s(job, now_ms)
     progress = job.terminal / job.total if job.total else 0.0
     return {
         **job.to_json(with_tasks=False),
+        "tone": job_tone(job),
+        "state_text": job_state_text(job),
         "progress": progress,
         "percent_text": f"{progress * 100:.0f} %",
         "counts_text": (f"{job.done}/{job.total} done · {job.leased} running · {job.pending} "
@@ -52,7 +66,8 @@ def job_summary(job: JobStatus, now_ms: int) -> dict[str, Any]:
         "elapsed_s": elapsed,
         "elapsed_text": fmt_seconds(elapsed),
         "eta_s": eta,
-        "eta_text": "done" if job.finished else (fmt_seconds(eta) if eta is not None else "–"),
+        "eta_text": job.state if job.finished else (fmt_seconds(eta) if eta is not None
+                                                     else "–"),
         "title": job.name or job.job_id,
     }
 

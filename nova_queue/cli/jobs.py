@@ -105,14 +105,28 @@ def job_tasks(ctx: Context, file: str, app: str, params: tuple[str, ...],
 
 
 def follow(client, job_id: str, as_json: bool) -> None:
-    """``enqueue --wait``: follow the job to its end; exit 1 unless every task is done."""
+    """``enqueue --wait``: follow the job to its end; exit 1 unless every task is done (a
+    line on stderr says why)."""
     status = wait_for_job(client, job_id, progress=not as_json)
     if as_json:
         click.echo(json.dumps({"job_id": job_id, **status.to_json(with_tasks=False)}))
     else:
         click.echo(summary(status))
     if status.state != "done" or status.failed:
+        click.echo(f"error: {not_done_line(status)}", err=True)
         sys.exit(1)
+
+
+def not_done_line(st: JobStatus) -> str:
+    """Why a finished job is not a success: it failed, some tasks failed, or it was
+    cancelled; with where to read the errors."""
+    see = f"; 'nova-queue status {visible(st.job_id)}' shows each task's error"
+    if st.state == "failed":
+        return (f"job {visible(st.job_id)} failed: {st.failed} of its {st.total} tasks failed, "
+                f"none done{see}")
+    if st.state == "cancelled":
+        return f"job {visible(st.job_id)} was cancelled ({st.done} of {st.total} tasks done)"
+    return f"job {visible(st.job_id)}: {st.failed} of its {st.total} tasks failed{see}"
 
 
 def no_worker_note(client, app: str, requires=()) -> str | None:
@@ -130,20 +144,27 @@ def no_worker_note(client, app: str, requires=()) -> str | None:
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", required=False)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True,
+              help="Jobs listed without JOB_ID.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the job, its tasks and eligible_workers (live workers serving its "
-                   "app) as JSON.")
+                   "app) as JSON; without JOB_ID, the jobs as a JSON list.")
 @shared_options()
 @pass_ctx
 @handle_errors
-def status(ctx: Context, job_id: str, as_json: bool) -> None:
-    """Show a job's progress and every task's state, worker and attempts.
+def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
+    """Show a job's progress and every task's state, worker, attempts and error; without
+    JOB_ID, the most recent jobs with their done, failed and cancelled counts.
 
-    Says when no live worker serves the job's app, and shows a job still being enqueued
-    (or abandoned by a killed enqueue) as state 'staging'.
+    A finished job is done (a task or more done; FAILED counts the others), failed (not
+    one task done) or cancelled. Says when no live worker serves the job's app, and shows a
+    job still being enqueued (or abandoned by a killed enqueue) as state 'staging'.
     """
     client = ctx.client()
+    if job_id is None:
+        _show_jobs(client.jobs(limit), as_json)
+        return
     try:
         st = client.job(job_id)
     except JobNotFoundError:
@@ -163,12 +184,31 @@ def status(ctx: Context, job_id: str, as_json: bool) -> None:
     if not eligible and not st.finished and st.pending:
         click.echo(f"  warning: {no_worker_note(client, st.app, st.requires)}; its tasks wait "
                    "until one joins")
-    click.echo(f"  {'#':>5}  {'STATE':9} {'WORKER':20} {'BACKEND':7} {'ATT':>3} {'GEN':>3}  PROMPT")
+    click.echo(f"  {'#':>5}  {'STATE':9} {'WORKER':20} {'BACKEND':7} {'ATT':>3} {'GEN':>3}  "
+               f"{'ERROR':28} PROMPT")
     for t in st.tasks:
         who = t.worker_name or (f"(was {t.last_worker_id[:14]})" if t.last_worker_id else "-")
+        error = f"{t.error_kind}: {t.error}" if t.error else "-"
         click.echo(f"  {t.index:>5}  {short(t.state, 9):9} {short(who, 20):20} "
                    f"{short(t.backend or '-', 7):7} {t.attempt_count:>3} {t.lease_gen:>3}  "
-                   f"{short(t.input, 60)}")
+                   f"{short(error, 28):28} {short(t.input, 60)}")
+
+
+def _show_jobs(jobs: list[JobStatus], as_json: bool) -> None:
+    """``status`` without a job: the most recent jobs, newest first (staging ones left out,
+    as the gallery's list and ``/api/jobs`` do)."""
+    jobs = [j for j in jobs if j.state != "staging"]
+    if as_json:
+        click.echo(safe_json([j.to_json(with_tasks=False) for j in jobs]))
+        return
+    if not jobs:
+        click.echo("no jobs")
+        return
+    click.echo(f"{'JOB':16} {'STATE':9} {'DONE':>6} {'FAILED':>6} {'CANCEL':>6} {'TOTAL':>6}  "
+               f"{'APP':12} NAME")
+    for j in jobs:  # a job id whole (a cut one is of no use), however long
+        click.echo(f"{visible(j.job_id):16} {short(j.state, 9):9} {j.done:>6} {j.failed:>6} "
+                   f"{j.cancelled:>6} {j.total:>6}  {short(j.app, 12):12} {short(j.name, 40)}")
 
 
 def _show_staging(st: JobStatus, client, as_json: bool) -> None:

@@ -13,6 +13,7 @@ from nova_queue.cli.options import Duration
 from nova_queue.cli.text import visible
 from nova_queue.errors import JobExpiredError, NovaError, StoreError
 from nova_queue.limits import MAX_RETENTION_S
+from nova_queue.models import FINISHED_STATES
 
 
 @click.command()
@@ -68,7 +69,7 @@ def _check_finished(client, job_ids: tuple[str, ...], results: bool) -> None:
             if results:
                 continue
             raise
-        if st.state not in ("done", "cancelled"):
+        if st.state not in FINISHED_STATES:
             raise NovaError(f"job {visible(job_id)} is {visible(st.state)}: only a finished job "
                             "is purged (cancel it first); nothing was deleted")
 

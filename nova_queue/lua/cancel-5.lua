@@ -45,7 +45,7 @@ end
 if pending_key ~= prefix .. 'pending:' .. (j[3] or '') then
   return bad_input("KEYS[2] is not the pending set of the job's app")
 end
-if j[1] == 'done' or j[1] == 'staging' or j[1] == 'expired' then
+if j[1] == 'done' or j[1] == 'failed' or j[1] == 'staging' or j[1] == 'expired' then
   return { CODE.BAD_STATE, 'job is ' .. j[1] }
 end
 local now = now_ms()

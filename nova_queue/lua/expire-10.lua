@@ -1,4 +1,4 @@
---[[ expire: the retention sweep. Deletes the finished (done or cancelled) jobs whose retention
+--[[ expire: the retention sweep. Deletes the finished (done, failed or cancelled) jobs whose retention
   ran out, with their tasks and index entries (lua/includes/purge_job.lua; `expiring` holds
   every finished job scored by when it expires, written as it finishes), forgets workers that
   left or were lost longer ago than the retention (forget_worker), and drops tombstones of
@@ -59,7 +59,7 @@ for _, job_id in ipairs(due) do
     break
   end
   local state = is_job_id(job_id) and redis.call('HGET', prefix .. 'job:' .. job_id, 'state')
-  if state == 'done' or state == 'cancelled' or state == 'expired' then
+  if state == 'done' or state == 'failed' or state == 'cancelled' or state == 'expired' then
     local n, done = purge_job(ctx, job_id, now, math.max(left - 8, 1), 'retention')
     tasks, left = tasks + n, left - n - 8
     jobs = jobs + (done and 1 or 0)

@@ -1,8 +1,9 @@
---[[ purge: deletes one finished job's data from Redis now, whatever its retention
-  (`nova-queue purge`), as the retention sweep does (lua/includes/purge_job.lua): the job, its
-  tasks (up to `budget` per call; the caller repeats while left = 1) and its index entries,
-  leaving a tombstone. A job that has not finished (queued, running, staging) is refused: cancel
-  it first. Results in the store are the caller's to delete.
+--[[ purge: deletes one finished (done, failed or cancelled) job's data from Redis now,
+  whatever its retention (`nova-queue purge`), as the retention sweep does
+  (lua/includes/purge_job.lua): the job, its tasks (up to `budget` per call; the caller
+  repeats while left = 1) and its index entries, leaving a tombstone. A job that has not
+  finished (queued, running, staging) is refused: cancel it first. Results in the store are
+  the caller's to delete.
 
   KEYS[1] job hash         nova:{ns}:job:<job>
   KEYS[2] expiring zset    nova:{ns}:expiring
@@ -42,7 +43,8 @@ local state = redis.call('HGET', KEYS[1], 'state')
 if not state and redis.call('EXISTS', prefix .. 'task:' .. job_id .. ':0') == 0 then
   return { CODE.UNKNOWN_JOB, 0, 0 }
 end
-if state and state ~= 'done' and state ~= 'cancelled' and state ~= 'expired' then
+if state and state ~= 'done' and state ~= 'failed' and state ~= 'cancelled'
+    and state ~= 'expired' then
   return { CODE.BAD_STATE, state }
 end
 local ctx = {

@@ -1,5 +1,6 @@
 --[[ retry: puts a failed task back to pending with fresh attempts (the web gallery's
-  requeue action). Its job runs again if it had finished.
+  requeue action). Its job runs again if it had finished (done, or failed: every task had
+  failed); it leaves the post-processing outbox, and finishes (and is post-processed) again.
 
   KEYS[1] task hash        nova:{ns}:task:<job>:<index>
   KEYS[2] job hash         nova:{ns}:job:<job>
@@ -52,7 +53,7 @@ queue_job(prefix, job_of(tid), j[4], j[5], j[2], j[3])
 redis.call('ZREM', KEYS[4], tid)
 redis.call('HINCRBY', job_key, 'failed', -1)
 redis.call('HINCRBY', job_key, 'pending', 1)
-if j[1] == 'done' then
+if j[1] == 'done' or j[1] == 'failed' then
   redis.call('HSET', job_key, 'state', 'running')
   redis.call('HDEL', job_key, 'finished_ms')
   redis.call('ZREM', KEYS[5], job_of(tid))

@@ -7,6 +7,11 @@ unchanged, so a job that was retried and finished again stays in the outbox. A s
 build job is deleted (``result_ttl=0``) so a later finish can dispatch again.
 :func:`webhook_job` POSTs the job's summary to ``NOVA_WEBHOOK_URL``.
 
+A failed job (not one task done) is post-processed as a done one is: its manifest lists each
+task's error, its contact sheet shows the failed tiles, and its webhook says ``"state":
+"failed"`` — whoever waits on the webhook learns that the job ended, and how. A cancelled job
+is not (someone chose to stop it).
+
 Jobs carry only the namespace and the job id; the settings (Redis, store and webhook URLs:
 secrets) are those the post-worker registered (:func:`register_context`), else
 :meth:`Settings.from_env`.
@@ -45,6 +50,8 @@ WEBHOOK_RESULT_TTL_S = 86400
 WEBHOOK_FAILURE_TTL_S = 7 * 86400
 #: The RQ job function of a webhook.
 WEBHOOK_FUNC = "nova_queue.post.jobs.webhook_job"
+#: Finished states that are post-processed (the scripts put these jobs in the outbox).
+POSTED_STATES = ("done", "failed")
 
 
 # ---- per-process context ----------------------------------------------------------------
@@ -98,9 +105,9 @@ def build_job(namespace: str, job_id: str) -> dict[str, Any]:
         log.info("job %s: not in the outbox (already processed); nothing to do", job_id)
         return {"job_id": job_id, "skipped": "not in the outbox"}
     state = client.redis.hget(client.keys.job(job_id), "state")
-    if state != "done":
+    if state not in POSTED_STATES:
         # retry takes a job out of the outbox atomically, so this is stray data: drop it
-        log.warning("job %s is %s, not done; dropping its outbox entry", job_id, state)
+        log.warning("job %s is %s, not finished; dropping its outbox entry", job_id, state)
         _ack(client, job_id, score)
         return {"job_id": job_id, "skipped": f"job is {state}"}
     keys = build_artifacts(client, ctx.store, job_id)

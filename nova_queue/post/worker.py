@@ -26,7 +26,7 @@ from rq import Queue, SimpleWorker
 from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
 
-from nova_queue.post.jobs import register_context
+from nova_queue.post.jobs import POSTED_STATES, register_context
 from nova_queue.post.queue import BUILD_FAILURE_TTL_S, dispatch, dispatch_outbox, queue_name
 from nova_queue.settings import Settings
 
@@ -141,7 +141,7 @@ class PostWorker:
         events = self.ctx.client.events(after, count=FOLLOW_BATCH,
                                         block_ms=max(1, int(block_s * 1000)))
         for event in events:
-            if event.type == "job_finished" and event.fields.get("state") == "done":
+            if event.type == "job_finished" and event.fields.get("state") in POSTED_STATES:
                 dispatch(self.ctx.client, event.fields.get("job", ""), self.ctx.rq)
         return events[-1].id if events else after
 

@@ -278,8 +278,9 @@ def test_piped_wait_reports_progress_before_the_end(env, nova, tmp_path):
     assert lines[1].startswith("progress: 0/3 finished (0 done, 0 failed, 0 cancelled), "
                                "0 running, 3 pending, ")
     assert lines[1].endswith(" s; no live worker serves app 'synthetic'")
-    assert lines[-1].startswith("progress: 3/3 finished (0 done, 0 failed, 3 cancelled), "
+    assert lines[-2].startswith("progress: 3/3 finished (0 done, 0 failed, 3 cancelled), "
                                 "0 running, 0 pending, ")
+    assert lines[-1] == f"error: job {job.job_id} was cancelled (0 of 3 tasks done)"
     assert "\r" not in log.read_text()  # no bar redrawn into a file
     assert out.decode().split("\n")[0] == job.job_id
 

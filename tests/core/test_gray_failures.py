@@ -112,7 +112,7 @@ def test_a_poison_task_still_fails_after_max_attempts_and_benches_nobody(nova):
                 break
     assert order[:2] == ["a", "b"] and len(order) == 3
     st = nova.job(job)
-    assert (st.state, st.failed, st.tasks[0].attempt_count) == ("done", 1, 3)
+    assert (st.state, st.failed, st.tasks[0].attempt_count) == ("failed", 1, 3)
     assert not any(w.quarantined for w in nova.workers())
 
 
@@ -219,7 +219,7 @@ def test_a_quarantine_gives_back_an_attempt_that_failed_a_task(nova):
     join(nova, "good")
     lease = nova.claim("broken", "synthetic").leases[0]
     nova.fail("broken", lease, "error", "boom")
-    assert nova.job(job, with_tasks=False).state == "done"
+    assert nova.job(job, with_tasks=False).state == "failed"  # its only task failed
     assert nova.set_quarantine("broken", True, reason="bad driver") == "quarantined"
     st = nova.job(job)
     assert (st.state, st.pending, st.failed, st.tasks[0].state) == ("running", 1, 0, "pending")
@@ -227,7 +227,7 @@ def test_a_quarantine_gives_back_an_attempt_that_failed_a_task(nova):
     commit(nova, "good", nova.claim("good", "synthetic").leases[0])
     st = nova.job(job, with_tasks=False)
     assert (st.state, st.done, st.failed) == ("done", 1, 0)
-    assert [e.fields["state"] for e in events(nova, "job_finished")] == ["done", "done"]
+    assert [e.fields["state"] for e in events(nova, "job_finished")] == ["failed", "done"]
 
 
 def test_an_admin_quarantines_and_releases(nova):

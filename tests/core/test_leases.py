@@ -185,7 +185,7 @@ def test_retry_failed_task(nova):
     join(nova, "w1")
     lease = nova.claim("w1", "synthetic").leases[0]
     nova.fail("w1", lease, "error", "bad")
-    assert nova.job(job, with_tasks=False).state == "done"
+    assert nova.job(job, with_tasks=False).state == "failed"  # its only task failed
     nova.retry(lease.task_id)
     st = nova.job(job)
     assert (st.state, st.failed, st.pending) == ("running", 0, 1)

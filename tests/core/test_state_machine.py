@@ -136,7 +136,7 @@ class TaskMachine(RuleBasedStateMachine):
     @rule()
     def cancel(self):
         state = self.nova.job(self.job, with_tasks=False).state
-        if state != "done":
+        if state not in ("done", "failed"):  # a finished job cannot be cancelled
             self.nova.cancel(self.job)
             self.cancelled = True
 
@@ -162,8 +162,9 @@ class TaskMachine(RuleBasedStateMachine):
         assert pending == {t.task_id for t in st_.tasks if t.state == "pending"}
         leases = set(self.nova.redis.zrange(k.leases(), 0, -1))
         assert leases == {t.task_id for t in st_.tasks if t.state == "leased"}
-        if st_.pending + st_.leased == 0:
-            assert st_.state in ("done", "cancelled") and st_.finished_ms is not None
+        if st_.pending + st_.leased == 0:  # finished: cancelled, else failed unless one is done
+            assert st_.state == ("cancelled" if self.cancelled else "done" if st_.done
+                                 else "failed") and st_.finished_ms is not None
         inflight = int(self.nova.redis.hget(k.inflight(), APP) or 0)
         assert inflight == st_.leased
 

@@ -7,14 +7,12 @@ beside the results, and POSTs a webhook to a local HTTP server with RQ's retry.
 
 from __future__ import annotations
 
-import http.server
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 from novatests.cli import nova_env, process_env
+from novatests.webhook import Webhook
 from PIL import Image
 from rq import Queue
 from rq.job import Job
@@ -92,36 +91,6 @@ def post_burst(env: dict[str, str], timeout_s: float = 60) -> subprocess.Complet
 
 def in_outbox(client: NovaClient, job: str) -> bool:
     return client.redis.zscore(client.keys.finished(), job) is not None
-
-
-class Webhook:
-    """A local HTTP server that records POSTs and answers the given statuses in turn."""
-
-    def __init__(self, statuses: list[int]):
-        self.statuses = list(statuses)
-        self.received: list[dict] = []
-        hook = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                hook.received.append(json.loads(body))
-                status = hook.statuses.pop(0) if hook.statuses else 200
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/nova?token=abc"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -294,3 +294,44 @@ def test_the_owners_page_shows_a_hostile_owner_as_text(browser_page, live_server
     assert page.evaluate("() => window.__xss") is None
     assert page.locator("table.owners img, table.owners script, table.owners b").count() == 0
     assert page.errors == []
+
+
+RED, AMBER = "rgb(217, 45, 32)", "rgb(247, 144, 9)"  # --bad, --warn of style.css
+PILL_JS = "(sel) => { const n = document.querySelector(sel); return [n.textContent, " \
+          "getComputedStyle(n).color]; }"
+
+
+def test_a_failed_job_turns_red_and_one_with_failed_tasks_amber_live(browser_page, live_server,
+                                                                     nova, store):
+    """The badge and the bar follow the live feed as a job ends: red 'failed' when every task
+    failed, amber 'done · 1 failed' when one did; never the green of a full success."""
+    page = browser_page
+    doomed = enqueue(nova, ["a", "b"], max_attempts=1, name="doomed")
+    mixed = enqueue(nova, ["c", "d"], max_attempts=1, name="mixed")
+    w = StandInWorker(nova, store, "w1", name="cpu-one")
+    page.goto(f"{live_server}/jobs/{doomed}")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'live'", timeout=10_000)
+    for _ in range(2):  # the older job's tasks come first
+        [lease] = w.claim()
+        nova.fail("w1", lease, "error", "boom")
+    page.wait_for_function("() => document.querySelector('#job [data-f=state_text]')"
+                           ".textContent === 'failed'", timeout=10_000)
+    assert page.evaluate(PILL_JS, "#job .pill.state") == ["failed", RED]
+    assert page.evaluate("() => getComputedStyle(document.querySelector('#job progress'))"
+                         ".accentColor") == RED
+
+    page.goto(f"{live_server}/")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'live'", timeout=10_000)
+    [lease] = w.claim()
+    w.finish(lease)
+    [lease] = w.claim()
+    nova.fail("w1", lease, "error", "boom")
+    row = f'#jobs tr[data-job="{mixed}"] .pill.state'
+    page.wait_for_function(f"() => document.querySelector('{row}').textContent === "
+                           "'done · 1 failed'", timeout=10_000)
+    assert page.evaluate(PILL_JS, row) == ["done · 1 failed", AMBER]
+    assert page.evaluate(PILL_JS, f'#jobs tr[data-job="{doomed}"] .pill.state') == [
+        "failed", RED]
+    assert page.errors == []

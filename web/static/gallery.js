@@ -47,6 +47,7 @@
       if (msg.job) {
         N.fillFields(head, msg.job);
         head.dataset.state = msg.job.state;
+        head.dataset.tone = msg.job.tone;
       }
       (msg.tasks || []).forEach(applyTask);
       if (timeline) N.addEvents(timeline, msg.events, 500);

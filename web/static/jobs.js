@@ -27,7 +27,7 @@
       const jobs = (msg.jobs || []).slice().reverse();  // oldest first, so newest ends on top
       for (const job of jobs) {
         const row = rowFor(job.job_id);
-        row.className = "job-row state-" + String(job.state).replace(/[^a-z_]/g, "");
+        row.className = "job-row state-" + String(job.tone).replace(/[^a-z_]/g, "");
         N.fillFields(row, job);
       }
     },

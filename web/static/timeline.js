@@ -39,7 +39,7 @@
       .catch((err) => console.error("nova timeline", err))
       .finally(() => {
         // head.dataset.state follows the live feed (gallery.js)
-        if (!["done", "cancelled"].includes(head.dataset.state)) setTimeout(refresh, 2000);
+        if (!["done", "failed", "cancelled"].includes(head.dataset.state)) setTimeout(refresh, 2000);
         else if (!final) { final = true; setTimeout(refresh, 500); }
       });
   }

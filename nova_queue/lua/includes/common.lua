@@ -160,19 +160,23 @@ local function ident_of(wid)
 end
 
 -- Marks the job finished once every task is terminal; returns 1 if this call finished it.
--- c = the job's current {total, done, failed, cancelled, state, finished_ms}. A finished job
--- enters the retention index, scored by when it expires (its retention_s after now): the
--- sweep (expire-10) deletes it then. That key is built from the prefix, not passed in KEYS,
--- so that the claim path's KEYS stay as they are; it shares the namespace's hash tag.
+-- c = the job's current {total, done, failed, cancelled, state, finished_ms}. Its state
+-- then: 'cancelled' stays; else 'failed' when not one task is done (every task failed),
+-- else 'done' (its failed count says how many did not). A done or failed job enters the
+-- post-processing outbox (`finished`: a failed job's manifest lists each task's error and
+-- its webhook says so); every finished job enters the retention index, scored by when it
+-- expires (its retention_s after now): the sweep (expire-10) deletes it then. That key is
+-- built from the prefix, not passed in KEYS, so that the claim path's KEYS stay as they
+-- are; it shares the namespace's hash tag.
 local function finish_job_with(ctx, job_key, job_id, now, c)
-  local total = tonumber(c[1]) or 0
-  local terminal = (tonumber(c[2]) or 0) + (tonumber(c[3]) or 0) + (tonumber(c[4]) or 0)
+  local total, done = tonumber(c[1]) or 0, tonumber(c[2]) or 0
+  local terminal = done + (tonumber(c[3]) or 0) + (tonumber(c[4]) or 0)
   if total == 0 or terminal < total or c[6] then
     return 0
   end
   local state = c[5]
   if state ~= 'cancelled' then
-    state = 'done'
+    state = done > 0 and 'done' or 'failed'
     redis.call('ZADD', ctx.finished, now, job_id)
   end
   redis.call('HSET', job_key, 'state', state, 'finished_ms', int(now))

@@ -1,10 +1,10 @@
 --[[ index_job: doctor's repair of a job's index entries, checked atomically: a published
   job (not staging, not expired) in `jobs` (scored by created_ms), a staging one in `staging`
-  (so it is reaped when abandoned), a finished one (done or cancelled) in the retention index
-  `expiring` (one a release before retention finished has none: it gets finished_ms plus its
-  retention), one with pending tasks in its owner's queue of the app (queue_job: a release
-  before fair share wrote none). fix = false only says what it would do. ctx fields used:
-  jobs, staging, expiring, prefix. Returns what it did ('' if nothing).
+  (so it is reaped when abandoned), a finished one (done, failed or cancelled) in the
+  retention index `expiring` (one a release before retention finished has none: it gets
+  finished_ms plus its retention), one with pending tasks in its owner's queue of the app
+  (queue_job: a release before fair share wrote none). fix = false only says what it would
+  do. ctx fields used: jobs, staging, expiring, prefix. Returns what it did ('' if nothing).
 ]]
 --- @include "common"
 --- @include "queue_job"
@@ -28,7 +28,7 @@ local function index_job(ctx, job_id, now, fix)
   elseif j[1] ~= 'expired' then
     add('listed in jobs', ctx.jobs, created)
   end
-  if j[1] == 'done' or j[1] == 'cancelled' then
+  if j[1] == 'done' or j[1] == 'failed' or j[1] == 'cancelled' then
     local retention_s = int_in(j[4], 0, MAX_RETENTION_S) or DEFAULT_RETENTION_S
     add('retention entry', ctx.expiring, (int_in(j[3], 0, 1e15) or now) + 1000 * retention_s)
   end

@@ -13,7 +13,7 @@ local function take_jobs(ctx, K, a, me, s, jobs, now)
       break
     end
     local j = p[2] or (is_job_id(p[1]) and consider_job(ctx, s, p[1]))
-    if not j or not j[1] or j[1] == 'done' or j[1] == 'cancelled' then
+    if not j or not j[1] or j[1] == 'done' or j[1] == 'failed' or j[1] == 'cancelled' then
       empty[#empty + 1] = p[1]
     elseif job_eligible(j, me) and gather_job(ctx, K, a, s, p[1], j, now) == 0 then
       empty[#empty + 1] = p[1]

@@ -1,7 +1,7 @@
 --[[ unfail_task: a task that failed for good returns to its app's queue at its old place
   (its attempts were given back: refund_attempts); its job's counts move from failed to
-  pending, and a job this had finished runs again (it finishes, and is post-processed,
-  again). A cancelled job stays as it is, and so does one being deleted (expired). ctx
+  pending, and a job this had finished (done or failed) runs again (it finishes, and is
+  post-processed, again). A cancelled job stays as it is, and so does one being deleted (expired). ctx
   fields used: prefix, failed, finished, events, maxlen. Returns true if the task is pending
   again.
 ]]
@@ -19,7 +19,7 @@ local function unfail_task(ctx, tid, now, attempts)
   queue_job(ctx.prefix, job_id, j[1], j[5], j[3], j[4])
   redis.call('HINCRBY', job_key, 'failed', -1)
   redis.call('HINCRBY', job_key, 'pending', 1)
-  if j[2] == 'done' then
+  if j[2] == 'done' or j[2] == 'failed' then
     redis.call('HSET', job_key, 'state', 'running')
     redis.call('HDEL', job_key, 'finished_ms')
     redis.call('ZREM', ctx.finished, job_id)
