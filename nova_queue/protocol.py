@@ -10,9 +10,12 @@ answers the error reply ``PROTOCOL_MISMATCH <namespace's> <script's>`` before it
 anything (:class:`~nova_queue.errors.ProtocolMismatchError` in Python). Readers that run no
 script (the gallery, ``status``) compare with :func:`check`.
 
-Versions: 1 was round 1; 2 is this release (round 2 changed the argument layouts of several
-scripts). Releases before protocol checks (up to 0.1.0 without this module) speak 2 but do
-not check it.
+Versions: 1 was round 1; 2 was round 2 (it changed the argument layouts of several scripts;
+releases before protocol checks, up to 0.1.0 without this module, speak 2 but do not check
+it); 3 is this release: a job whose every task failed ends ``failed`` (2 knew ``done`` and
+``cancelled`` only: its retention sweep, retry, purge, waits and post-worker would mishandle
+one), a task's ``failed_on`` lists worker identities, and the event stream holds packed
+entries (``claimed_many``, ``completed_many``) that readers of 2 do not unpack.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from nova_queue.errors import ProtocolMismatchError
 from nova_queue.keys import Keyspace
 
 #: This release's protocol version.
-PROTOCOL = 2
+PROTOCOL = 3
 #: Lua's ``PROTOCOL.<NAME>`` (folded in at load).
 CONSTANTS: dict[str, int] = {"VERSION": PROTOCOL}
 #: meta's field holding the namespace's version.

@@ -97,10 +97,10 @@ def test_doctor_reports_repairs_and_exits_by_what_remains(invoke, nova_cli, tmp_
 def test_every_command_refuses_another_protocol_but_doctor_reports_it(invoke, nova_cli,
                                                                       tmp_path):
     job = enqueue_ok(invoke, write(tmp_path, b"a\n"))
-    nova_cli.redis.hset(nova_cli.keys.meta(), "protocol", "3")
+    nova_cli.redis.hset(nova_cli.keys.meta(), "protocol", "4")
     for args in (["status", job], ["workers"], ["cancel", job], ["purge", job],
                  ["enqueue", str(write(tmp_path, b"a\n")), "--app", "synthetic"]):
-        rejected(invoke(*args), "speaks protocol 3", "speaks protocol 2",
-                 "upgrade nova-queue here to a release that speaks protocol 3")
+        rejected(invoke(*args), "speaks protocol 4", "speaks protocol 3",
+                 "upgrade nova-queue here to a release that speaks protocol 4")
     res = invoke("doctor")
-    assert res.exit_code == 1 and "speaks protocol '3'" in res.stdout
+    assert res.exit_code == 1 and "speaks protocol '4'" in res.stdout

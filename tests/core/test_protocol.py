@@ -1,7 +1,7 @@
 """The protocol version: a namespace records it, every script that can check it refuses a
 namespace of another version before writing anything, and readers refuse it too.
 
-The releases themselves (an earlier commit's code, a next release of protocol 3) run
+The releases themselves (an earlier commit's code, a next release of protocol 4) run
 against this one in ``tests/e2e/test_version_skew.py``.
 """
 
@@ -30,9 +30,9 @@ def snapshot(nova) -> dict[str, object]:
 def test_the_first_script_records_the_protocol(nova):
     assert protocol.recorded(nova.redis, nova.keys) is None
     setup_job(nova, 1)
-    assert nova.redis.hget(nova.keys.meta(), "protocol") == str(protocol.PROTOCOL) == "2"
+    assert nova.redis.hget(nova.keys.meta(), "protocol") == str(protocol.PROTOCOL) == "3"
     join(nova, "w")  # the same version: accepted, and the worker records its own
-    assert nova.redis.hget(nova.keys.worker("w"), "protocol") == "2"
+    assert nova.redis.hget(nova.keys.worker("w"), "protocol") == "3"
     protocol.check(nova.redis, nova.keys)
 
 
@@ -47,7 +47,7 @@ def test_every_script_carries_the_version_folded_in():
         assert "local function check_protocol(" in source, name
 
 
-@pytest.mark.parametrize("recorded", ["3", "1", "two"])
+@pytest.mark.parametrize("recorded", ["4", "2", "two"])
 def test_scripts_refuse_another_protocol_before_writing(nova, recorded):
     job = setup_job(nova, 3)
     join(nova, "w")
@@ -73,7 +73,7 @@ def test_scripts_refuse_another_protocol_before_writing(nova, recorded):
         with pytest.raises(ProtocolMismatchError) as info:
             call()
         message = str(info.value)
-        assert f"speaks protocol {recorded}" in message and "speaks protocol 2" in message, name
+        assert f"speaks protocol {recorded}" in message and "speaks protocol 3" in message, name
         assert "\n" not in message and nova.keys.namespace in message
         assert isinstance(info.value, ConfigError)
         assert snapshot(nova) == before, f"{name} wrote before refusing"
@@ -105,8 +105,8 @@ def test_error_replies_map_to_the_exception_and_nothing_else():
 
 def test_readers_check_the_recorded_version(nova):
     protocol.check(nova.redis, nova.keys)  # nothing recorded: fine
-    nova.redis.hset(nova.keys.meta(), "protocol", "3")
-    with pytest.raises(ProtocolMismatchError, match="speaks protocol 3"):
+    nova.redis.hset(nova.keys.meta(), "protocol", "4")
+    with pytest.raises(ProtocolMismatchError, match="speaks protocol 4"):
         protocol.check(nova.redis, nova.keys)
-    nova.redis.hset(nova.keys.meta(), "protocol", "2")
+    nova.redis.hset(nova.keys.meta(), "protocol", "3")
     protocol.check(nova.redis, nova.keys)

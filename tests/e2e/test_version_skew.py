@@ -1,10 +1,13 @@
 """Mixed releases on one namespace, each run as real processes from its own code:
 
 - the previous release (this repository at PREVIOUS, before protocol versions and
-  retention, extracted with ``git archive``) and this one share a pool: an old worker and a
-  new one run jobs enqueued by either CLI; ``doctor --repair`` adds what the old release
-  does not write (retention entries, departed workers) and the namespace is ok;
-- a next release (this code with protocol 3) and this one refuse each other: worker, CLI
+  retention, extracted with ``git archive``) checks no protocol, so nothing stops it on a
+  namespace of this release (it speaks protocol 2: docs/DEPLOY.md says to move such a pool
+  to a new namespace, and the doctor names its live workers). On jobs that touch nothing
+  protocol 3 changed (every task done) an old worker and a new one still run jobs enqueued
+  by either CLI, and ``doctor --repair`` adds what the old release does not write
+  (retention entries, departed workers);
+- a next release (this code with protocol 4) and this one refuse each other: worker, CLI
   and gallery each stop with one line naming both versions and what to upgrade.
 
 A release's tree is laid out as it installs (``nova_queue/`` with ``workers/`` and ``web/``
@@ -59,13 +62,13 @@ def previous(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def next_release(tmp_path_factory) -> Path:
-    """This code as a release of protocol 3 would ship it."""
+    """This code as a release of protocol 4 would ship it."""
     dest = tmp_path_factory.mktemp("next")
     ignore = shutil.ignore_patterns("__pycache__")
     for sub in ("nova_queue", "workers", "web"):
         shutil.copytree(ROOT / sub, dest / sub, ignore=ignore)
     module = dest / "nova_queue" / "protocol.py"
-    module.write_text(module.read_text().replace("\nPROTOCOL = 2\n", "\nPROTOCOL = 3\n"))
+    module.write_text(module.read_text().replace("\nPROTOCOL = 3\n", "\nPROTOCOL = 4\n"))
     return _as_installed(dest)
 
 
@@ -104,7 +107,7 @@ def test_the_previous_release_and_this_one_share_a_pool(previous, redis_url, nam
             assert (st.state, st.done) == ("done", 3), st
         workers = {w.name: w for w in nova.workers()}
         assert workers["old"].tasks_done == 3 and workers["new"].tasks_done == 3
-        assert nova.redis.hget(nova.keys.meta(), "protocol") == "2"
+        assert nova.redis.hget(nova.keys.meta(), "protocol") == "3"
         verdict = check(nova, [new_job, old_job], store=open_store(env["NOVA_STORE_URL"]),
                         expect="done")
         assert verdict.ok, verdict.summary()
@@ -125,20 +128,20 @@ def test_releases_of_another_protocol_refuse_in_one_line(next_release, redis_url
     env = nova_env(redis_url, namespace, tmp_path)
     prompts = write(tmp_path, b"one\n")
     job = run_cli(["enqueue", str(prompts), "--app", "synthetic"], env).stdout.strip()
-    # a worker and a CLI of protocol 3 on this release's namespace
-    older_ns = (f"error: namespace '{namespace}' speaks protocol 2 but this nova-queue ")
+    # a worker and a CLI of protocol 4 on this release's namespace
+    older_ns = (f"error: namespace '{namespace}' speaks protocol 3 but this nova-queue ")
     for args in (["status", job], ["worker", *WORK, "--burst"]):
         res = release(next_release, ["--log-level", "ERROR", *args], env)
         assert res.returncode == 1 and last_line(res.stderr).startswith(older_ns), res.stderr
         assert last_line(res.stderr).endswith(
-            "speaks protocol 3: run a release that speaks protocol 2 here, or move the whole "
+            "speaks protocol 4: run a release that speaks protocol 3 here, or move the whole "
             "pool to a new namespace (docs/DEPLOY.md, Upgrades)")
-    # a namespace a protocol-3 release made: this release's worker, CLI and gallery refuse
-    env = nova_env(redis_url, namespace + "-3", tmp_path)
+    # a namespace a protocol-4 release made: this release's worker, CLI and gallery refuse
+    env = nova_env(redis_url, namespace + "-4", tmp_path)
     made = release(next_release, ["enqueue", str(prompts), "--app", "synthetic"], env)
     assert made.returncode == 0, made.stderr
-    newer = "speaks protocol 3 but this nova-queue "
-    upgrade = "speaks protocol 2: upgrade nova-queue here to a release that speaks protocol 3"
+    newer = "speaks protocol 4 but this nova-queue "
+    upgrade = "speaks protocol 3: upgrade nova-queue here to a release that speaks protocol 4"
     for args in (["status", made.stdout.strip()], ["worker", *WORK, "--burst"]):
         res = run_cli(["--log-level", "ERROR", *args], env, timeout_s=60)
         line = last_line(res.stderr)
@@ -147,6 +150,6 @@ def test_releases_of_another_protocol_refuse_in_one_line(next_release, redis_url
     from nova_queue.web import create_app
 
     app = create_app({"TESTING": True}, settings=Settings(redis_url=redis_url,
-                                                          namespace=namespace + "-3"))
+                                                          namespace=namespace + "-4"))
     page = app.test_client().get("/")
     assert page.status_code == 503 and upgrade in page.get_data(as_text=True)

@@ -38,10 +38,10 @@ def test_an_expired_job_is_gone_not_unknown(app, client):
 def test_a_namespace_of_another_protocol_is_refused(app, client):
     nova: NovaClient = state_of(app).client
     assert client.get("/api/jobs").status_code == 200
-    nova.redis.hset(nova.keys.meta(), "protocol", "3")
+    nova.redis.hset(nova.keys.meta(), "protocol", "4")
     state_of(app)._protocol_ok_at = None  # the next request asks again (else within 30 s)
     for url in ("/", "/api/jobs"):
         res = client.get(url)
         assert res.status_code == 503, url
         text = res.get_data(as_text=True)
-        assert "speaks protocol 3" in text and "speaks protocol 2" in text, url
+        assert "speaks protocol 4" in text and "speaks protocol 3" in text, url
