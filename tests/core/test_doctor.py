@@ -174,7 +174,7 @@ def test_a_finding_that_no_longer_holds_is_not_reported(nova):
 
 def test_another_protocol_is_a_problem_and_nothing_else_is_judged(nova):
     pool(nova)
-    nova.redis.hset(nova.keys.meta(), "protocol", "3")
+    nova.redis.hset(nova.keys.meta(), "protocol", "4")
     report = doctor.run(nova, fix=True)
     assert [f.check for f in report.findings] == ["protocol"]
     assert "speaks protocol '3'" in report.problems[0].message and not report.repaired
