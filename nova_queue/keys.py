@@ -102,8 +102,11 @@ Fields and members:
   model it holds or is loading); ``labels`` (JSON object) ``model_loads last_done_ms``;
   its failure streak ``fail_streak fast_streak streak_since_ms streak_tids blamed
   last_error``; a quarantine ``quarantined quarantine_reason quarantined_ms
-  quarantine_until_ms cooldown_ms probe_tid``; ``protocol`` (the protocol version of the
-  release that registered it; none: a release before protocol checks).
+  quarantine_until_ms cooldown_ms probe_tid``; ``cannot_run`` (JSON list of at most 16
+  ``{app, model, reason, since_ms, until_ms}``: the apps and models it could not prepare,
+  written by fail kind ``prepare``, read by claim; :mod:`nova_queue.cannot_run`);
+  ``protocol`` (the protocol version of the release that registered it; none: a release
+  before protocol checks).
 - ``held:<wid>``: task ids the worker leases. (A worker's heartbeat is its score in
   ``alive``; there is no separate heartbeat key, so the worker role needs no ``SET``.)
 - ``app:<app>:workers``: live workers serving the app; ``app:<app>:fleet``: those with a

@@ -4,13 +4,16 @@
   worker whose last attempt failed (a failure streak: it may fail what it takes), and one
   that `skip` lists (the head task failed or ran out of memory on it: it leaves the task,
   unless the list is longer than MAX_LISTED: see left_to_others), nor one whose labels do
-  not meet `requires` (the head task's job's requirements, if any). One that does not hold
-  `model` warm is free only after its measured load time (load:<app> s).
+  not meet `requires` (the head task's job's requirements, if any), nor one with a live
+  cannot_run mark for `app` and `model` (it could not prepare such a job: marked_for, which
+  decodes at most MAX_MARKS_DECODED such fields per claim). One that does not hold `model`
+  warm is free only after its measured load time (load:<app> s).
 ]]
 --- @include "meets"
 --- @include "decode_list"
+--- @include "marked_for"
 local function fastest_others(fleet_key, prefix, wid, c, now, skip, requires, model, app)
-  local others, skipped, n = {}, {}, 0
+  local others, skipped, n, budget = {}, {}, 0, { n = MAX_MARKS_DECODED }
   for id in string.gmatch(skip or '', '[^,]+') do
     n = n + 1
     if n > MAX_LISTED then
@@ -20,7 +23,7 @@ local function fastest_others(fleet_key, prefix, wid, c, now, skip, requires, mo
     skipped[id] = true
   end
   -- only the fields this claim weighs: a field a hash lacks costs Redis a walk over it all
-  local fields = { 'busy_until_ms', 'fail_streak', requires and 'labels' or nil }
+  local fields = { 'busy_until_ms', 'fail_streak', 'cannot_run', requires and 'labels' or nil }
   if model then
     fields[#fields + 1] = 'warm:' .. app
     fields[#fields + 1] = 'load:' .. app
@@ -30,7 +33,8 @@ local function fastest_others(fleet_key, prefix, wid, c, now, skip, requires, mo
     local v = members[i]
     if v ~= wid and #others < MAX_FLEET_VISIT and not skipped[v] then
       local h = redis.call('HMGET', prefix .. 'worker:' .. v, unpack(fields))
-      local able = not requires or meets(decode_list(h[3], {}), requires)
+      local able = (not requires or meets(decode_list(h[4], {}), requires))
+        and not (h[3] and marked_for(h[3], app, model or '', now, budget))
       if (tonumber(h[2]) or 0) == 0 and able then
         local b = math.max((num_in(h[1], 0, 1e15) or 0) - now, 0)
         if model and h[#fields - 1] ~= model then

@@ -2,9 +2,9 @@
   attempt ends. "oom": the worker joins the task's oom list, and the task remembers the
   largest device memory (bytes) and the smallest batch it ran out of memory with
   (oom_fits sends it to more memory or a smaller batch); "error": the worker joins its
-  failed_on list (left_to_others sends it elsewhere). Every kind but "shutdown" counts as a
-  failure of the worker. t: fail-10's read of the task (t[8] oom, t[9] failed_on,
-  t[12] oom_memory, t[13] oom_batch).
+  failed_on list (left_to_others sends it elsewhere). Every kind but "shutdown" and
+  "prepare" (hand-backs) counts as a failure of the worker. t: fail-10's read of the task
+  (t[8] oom, t[9] failed_on, t[12] oom_memory, t[13] oom_batch).
 ]]
 --- @include "add_to_list"
 local function record_failure(task_key, worker_key, t, wid, kind, batch)
@@ -17,7 +17,7 @@ local function record_failure(task_key, worker_key, t, wid, kind, batch)
   elseif kind == 'error' then
     redis.call('HSET', task_key, 'failed_on', add_to_list(t[9], wid))
   end
-  if kind ~= 'shutdown' then
+  if kind ~= 'shutdown' and kind ~= 'prepare' then
     redis.call('HINCRBY', worker_key, 'failures', 1)
   end
 end
