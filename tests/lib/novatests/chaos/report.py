@@ -47,6 +47,9 @@ SCENARIOS = {
     28: "gateway mode: a worker's token revoked mid-job",
     29: "gateway mode: a forged completion and failure for another worker's lease",
     30: "gateway mode: an upload to another attempt's result key",
+    31: "a worker that cannot prepare a job (no runtime, model or disk), alone, then a "
+        "capable one joins",
+    32: "a worker that cannot prepare a job, looking 50x faster, beside a capable one",
 }
 
 
