@@ -298,6 +298,7 @@ class NovaClient(BatchCalls, RetentionCalls):
         """Registered workers, live ones first."""
         ids = self.redis.zrevrange(self.keys.workers(), 0, limit - 1)
         alive_scores = dict(self.redis.zrange(self.keys.alive(), 0, -1, withscores=True))
+        now_ms = self.server_time_ms()
         pipe = self.redis.pipeline(transaction=False)
         for wid in ids:
             pipe.hgetall(self.keys.worker(wid))
@@ -311,7 +312,7 @@ class NovaClient(BatchCalls, RetentionCalls):
             alive = wid in alive_scores
             if not alive and not include_gone:
                 continue
-            out.append(WorkerInfo.from_hash(h, alive=alive, current=sorted(held)))
+            out.append(WorkerInfo.from_hash(h, alive=alive, current=sorted(held), now_ms=now_ms))
         out.sort(key=lambda w: (not w.alive, w.host_id, w.name))
         return out
 

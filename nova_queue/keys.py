@@ -112,8 +112,11 @@ Fields and members:
   its failure streak ``fail_streak fast_streak streak_since_ms streak_tids blamed
   last_error``; a quarantine ``quarantined quarantine_reason quarantined_ms
   quarantine_until_ms cooldown_ms probe_tid``; its free hand-backs ``free_n`` in the window
-  that began at ``free_since_ms``; ``protocol`` (the protocol version of the
-  release that registered it; none: a release before protocol checks).
+  that began at ``free_since_ms``; ``cannot_run`` (JSON list of at most 16
+  ``{app, model, reason, since_ms, until_ms}``: the apps and models it could not prepare,
+  written by fail kind ``prepare``, read by claim; :mod:`nova_queue.cannot_run`);
+  ``protocol`` (the protocol version of the release that registered it; none: a release
+  before protocol checks).
 - ``idents``: identity -> its latest worker id. A worker id is ``<identity>.<instance>``
   (:func:`ident_of`): a gateway worker's identity is its token's name, a direct worker's its
   node and name (``workers/node.py``). A new worker id of an identity takes over the previous

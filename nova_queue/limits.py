@@ -37,6 +37,11 @@ MAX_PARAMS_BYTES = 65_536
 MAX_META_BYTES = 65_536
 #: Short texts: an error message, a job name (bytes).
 MAX_TEXT_BYTES = 8192
+#: A worker's ``cannot_run`` marks (app + model it could not prepare), and one's reason (bytes).
+MAX_CANNOT_RUN = 16
+MAX_REASON_BYTES = 200
+#: The longest ``cannot_run`` field a reader decodes (16 marks, escaped).
+MAX_MARKS_BYTES = 16_384
 #: A task's run-time limit (s): ``enqueue --timeout`` at most.
 MAX_TIMEOUT_S = 604_800
 #: A quarantine's cool-down (s).

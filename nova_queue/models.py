@@ -7,6 +7,7 @@ import json
 import math
 from typing import Any
 
+from nova_queue.cannot_run import CannotRun, live_marks
 from nova_queue.events import Event  # noqa: F401  (re-exported: it lived here)
 from nova_queue.keys import ident_of, split_task_id
 from nova_queue.placement import labels_from_json, requirement_text, requirements_from_json
@@ -347,9 +348,13 @@ class WorkerInfo:
         """What its blame follows across worker ids (``keys.ident_of``): a gateway worker's
         token, a direct worker's node and name."""
         return ident_of(self.worker_id)
+    #: Apps and models it could not prepare, live marks only (nova_queue/cannot_run.py).
+    cannot_run: list[CannotRun] = dataclasses.field(default_factory=list)
 
     @classmethod
-    def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str]) -> WorkerInfo:
+    def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str],
+                  now_ms: int = 0) -> WorkerInfo:
+        """``now_ms`` (Redis time) decides which ``cannot_run`` marks are still live."""
         apps = [a for a in h.get("apps", "").split(",") if a]
         cap = object_field(h.get("capability"))
         speeds = {
@@ -380,7 +385,7 @@ class WorkerInfo:
                                  if h.get("quarantined") == "1" and h.get("quarantine_until_ms")
                                  else None),
             fail_streak=int_field(h.get("fail_streak")), last_error=h.get("last_error", ""),
-            token=h.get("token", ""),
+            token=h.get("token", ""), cannot_run=live_marks(h.get("cannot_run"), now_ms),
             last_claim_ms=int_field(h["claim_ms"]) if h.get("claim_ms") else None)
 
     def to_json(self) -> dict[str, Any]:
@@ -402,4 +407,5 @@ class WorkerInfo:
             "last_error": self.last_error, "labels": self.labels, "warm": self.warm,
             "model_loads": self.model_loads, "token": self.token or None,
             "identity": self.identity, "last_claim_ms": self.last_claim_ms,
+            "cannot_run": [m.to_json() for m in self.cannot_run],
         }

@@ -63,6 +63,10 @@ class Settings:
     #: How long a quarantined worker waits before one probe task (doubling each time a probe
     #: fails too). Env ``NOVA_QUARANTINE_COOLDOWN_S``.
     quarantine_cooldown_s: float = 300.0
+    #: How long a worker that could not prepare a job (its app's runtime, its model, the
+    #: device) is not offered jobs of that app and model: its ``cannot_run`` mark lasts this
+    #: long (or until it restarts). 1..86400 s. Env ``NOVA_CANNOT_RUN_S``.
+    cannot_run_s: float = 600.0
     #: Whose share of the pool a job enqueued here uses (fair share between owners); empty:
     #: the login name. Env ``NOVA_OWNER`` (``enqueue --owner``).
     owner: str = ""
@@ -163,6 +167,8 @@ class Settings:
                 and 0.001 <= self.quarantine_cooldown_s <= 86_400):
             raise ConfigError("quarantine fast time must be from 0 to 86400 s, cool-down from "
                               "0.001 to 86400 s")
+        if not 1 <= self.cannot_run_s <= 86_400:
+            raise ConfigError("cannot-run mark time must be from 1 to 86400 s")
         if self.abandon_grace_s <= 0:
             raise ConfigError("abandon grace must be positive")
         if not 0 <= self.job_retention_s <= MAX_RETENTION_S:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from nova_queue import errors
+from nova_queue.cannot_run import Runners, split_runners
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
 from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_COOLDOWN_S, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
@@ -234,9 +235,10 @@ class WorkerCalls:
              batch: int = 1) -> FailResult:
         """Report a failed run: ``kind`` is ``error`` or ``oom`` (an attempt is used, unless
         the worker is quarantined), or ``shutdown`` or ``infra`` (the worker or a dependency
-        failed: no attempt is used). ``batch``: how many tasks the failed run held (after
-        ``oom``, a smaller batch may fit). State ``leased``: the task's other attempt runs
-        on."""
+        failed: no attempt is used), or ``prepare`` (the worker could not prepare the job: no
+        attempt is used, and the worker is not offered jobs of its app and model for
+        ``cannot_run_s``). ``batch``: how many tasks the failed run held (after ``oom``, a
+        smaller batch may fit). State ``leased``: the task's other attempt runs on."""
         k, st = self.keys, self.settings
         code, state = self._call(
             "fail",
@@ -246,7 +248,7 @@ class WorkerCalls:
             [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id, kind,
              message[:MAX_ERROR_CHARS], self._maxlen, st.quarantine_fast_fails,
              int(st.quarantine_fast_s * 1000), int(st.quarantine_cooldown_s * 1000),
-             max(1, min(int(batch), MAX_CLAIM_K))])
+             max(1, min(int(batch), MAX_CLAIM_K)), int(st.cannot_run_s * 1000)])
         errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
         return FailResult(requeued=state == "pending", state=str(state))
 
@@ -261,16 +263,32 @@ class WorkerCalls:
         errors.raise_for_code(int(code), detail="worker not registered")
         return int(loads)
 
-    def eligible_workers(self, app: str, requires: Sequence[Requirement] = ()) -> list[str]:
+    def eligible_workers(self, app: str, requires: Sequence[Requirement] = (),
+                         model: str | None = None) -> list[str]:
         """Ids of the live workers (heartbeat not expired) that serve ``app`` and whose
-        labels meet ``requires``, sorted.
+        labels meet ``requires``, sorted; with ``model`` ('' for a job without one), only
+        those without a live ``cannot_run`` mark for it (:meth:`who_can_run`).
 
         What a job of ``app`` can run on right now; an empty list means its tasks wait
         until such a worker joins."""
+        if model is not None:
+            return self.who_can_run(app, requires, model).eligible
         live = self._live_app_workers(app)
         if not requires:
             return sorted(live)
         return sorted(w for w, labels in self.worker_labels(live).items() if meets(labels, requires))
+
+    def who_can_run(self, app: str, requires: Sequence[Requirement] = (),
+                    model: str = "") -> Runners:
+        """The live workers of ``app`` whose labels meet ``requires``: those that can run a
+        job of ``model`` now, and those that cannot prepare it (a live ``cannot_run`` mark:
+        who and why; :mod:`nova_queue.cannot_run`)."""
+        live = self._live_app_workers(app)
+        pipe = self.redis.pipeline(transaction=False)
+        for wid in live:
+            pipe.hmget(self.keys.worker(wid), "labels", "cannot_run", "name")
+        rows = {wid: tuple(row) for wid, row in zip(live, pipe.execute())} if live else {}
+        return split_runners(app, model, requires, rows, self.server_time_ms())
 
     def _live_app_workers(self, app: str) -> list[str]:
         members = sorted(self.redis.smembers(self.keys.app_workers(app)))

@@ -2,7 +2,8 @@
 
 - ``/api/jobs?limit=N``: recent jobs, ``JobStatus.to_json(with_tasks=False)`` each.
 - ``/api/jobs/<id>``: ``JobStatus.to_json()`` (what ``status --json`` prints) plus
-  ``eligible_workers``: how many live workers serve its app (0: its tasks wait).
+  ``eligible_workers``: how many live workers can run it (0: its tasks wait), and
+  ``cannot_run``: the live workers that could not prepare it, each with its reason.
 - ``/api/jobs/<id>/timeline``: every attempt at the job's tasks, one lane per worker
   (``nova_queue.timeline.job_timeline`` with each bar's place, class and label).
 - ``/api/workers``: ``WorkerInfo.to_json()`` each.
@@ -60,9 +61,9 @@ def job(job_id: str) -> Any:
         status = nova.client.job(job_id)
     except JobNotFoundError as exc:
         abort(missing_status(exc), str(exc))
-    return jsonify({**status.to_json(),
-                    "eligible_workers": len(nova.client.eligible_workers(status.app,
-                                                                         status.requires))})
+    runners = nova.client.who_can_run(status.app, status.requires, status.model)
+    return jsonify({**status.to_json(), "eligible_workers": len(runners.eligible),
+                    "cannot_run": [b.to_json() for b in runners.blocked]})
 
 
 @bp.get("/jobs/<job_id>/timeline")

@@ -21,7 +21,13 @@ from typing import Any
 from nova_queue.client import NovaClient
 from nova_queue.errors import JobNotFoundError
 from nova_queue.models import Event, JobStatus
-from nova_queue.web.present import event_view, job_summary, no_worker_text, task_view
+from nova_queue.web.present import (
+    event_view,
+    job_summary,
+    no_worker_text,
+    task_view,
+    waiting_text,
+)
 
 #: Events in a snapshot's timeline.
 EVENTS_SHOWN = 200
@@ -84,14 +90,18 @@ class JobFeed:
         return [task_view(t, self.result_url) for t in self.client.tasks(self.job_id, lo, hi)]
 
     def _job(self, job: JobStatus) -> dict[str, Any]:
-        """The job summary plus who can run it: ``eligible_workers`` (live workers serving
-        its app) and ``workers_text`` (a warning while none does and work remains)."""
+        """The job summary plus who can run it: ``eligible_workers`` (live workers that
+        can), ``cannot_run`` (live workers that could not prepare it, and why) and
+        ``workers_text`` (a warning while none can and work remains)."""
         view = job_summary(job, self.client.server_time_ms())
-        eligible = len(self.client.eligible_workers(job.app, job.requires))
+        runners = self.client.who_can_run(job.app, job.requires, job.model)
         waiting = not job.finished and job.pending + job.leased > 0
-        view["eligible_workers"] = eligible
+        view["eligible_workers"] = len(runners.eligible)
+        view["cannot_run"] = [b.to_json() for b in runners.blocked]
         view["workers_text"] = ""
-        if waiting and not eligible:
+        if waiting and not runners.eligible and runners.blocked:
+            view["workers_text"] = waiting_text(runners.blocked)
+        elif waiting and not runners.eligible:
             unmet = (self.client.unmet_requirement(job.app, job.requires)
                      if job.requires and self.client.eligible_workers(job.app) else "")
             view["workers_text"] = no_worker_text(job.app, self.client.live_apps(), unmet)

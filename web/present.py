@@ -7,9 +7,10 @@ Templates render these dicts and ``static/*.js`` only places their text with
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from nova_queue.cannot_run import Blocked, CannotRun, blocked_text
 from nova_queue.models import Event, JobStatus, TaskInfo, WorkerInfo
 from nova_queue.stores import own_result_ext
 from nova_queue.web.text import BACKEND_LABELS, backend_label, fmt_age, fmt_bytes, fmt_seconds
@@ -85,6 +86,12 @@ def no_worker_text(app: str, live_apps: Mapping[str, int], unmet: str = "") -> s
         others = "no worker is live right now"
     return (f"No live worker serves app '{app}' — {others}. Tasks wait until one joins "
             f"(nova-queue worker --app {app}).")
+
+
+def waiting_text(blocked: Sequence[Blocked]) -> str:
+    """Why a job waits when the live workers that may take it could not prepare it:
+    ``waiting: no live worker can run this job — w1: No module named 'torch'``."""
+    return "waiting: " + blocked_text(blocked)
 
 
 def is_image_key(key: str) -> bool:
@@ -269,7 +276,16 @@ def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
         "quarantine_text": (f"quarantined: {w.quarantine_reason}; probe "
                             f"{_probe_when(w.quarantine_until_ms, now_ms)}"
                             if w.quarantined else ""),
+        "cannot_run_texts": [cannot_run_text(m, now_ms) for m in w.cannot_run],
     }
+
+
+def cannot_run_text(m: CannotRun, now_ms: int) -> str:
+    """``cannot run txt2img (model M): <reason> (marked 2 min 00 s ago; offered again in
+    8 min 00 s or when it restarts)``."""
+    what = f"{m.app} (model {m.model})" if m.model else m.app
+    return (f"cannot run {what}: {m.reason} (marked {fmt_age(m.since_ms, now_ms)}; offered "
+            f"again in {fmt_seconds(max(m.until_ms - now_ms, 0) / 1000)} or when it restarts)")
 
 
 def _probe_when(until_ms: int | None, now_ms: int) -> str:

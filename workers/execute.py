@@ -35,11 +35,12 @@ from nova_queue.errors import (
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.stores import ResultStore, result_key
-from nova_queue.stores.base import encode_metadata_value
+from nova_queue.stores.base import fit_metadata_value as _fit
 from nova_queue.workers.apps import AppRunner, WorkerApp
 from nova_queue.workers.claims import NextClaim
 from nova_queue.workers.commits import Commit, Committer, Ready
 from nova_queue.workers.heartbeat import Heartbeat
+from nova_queue.workers.prepare import failure_reason
 from nova_queue.workers.slots import run_batches
 
 log = logging.getLogger(__name__)
@@ -119,12 +120,6 @@ def task_input(lease: Lease, params: dict[str, Any]) -> TaskInput:
                      attempt_id=lease.attempt_id)
 
 
-def _fit(value: str, limit: int) -> str:
-    while value and len(encode_metadata_value(value)) > limit:
-        value = value[: max(len(value) * 3 // 4, len(value) - 64)]
-    return value
-
-
 class Executor:
     """Runs groups of leases of one app for one worker. ``warm``: the runner already ran
     (the startup benchmark), so the first run counts as warm. ``slots``: batches of one job
@@ -182,11 +177,12 @@ class Executor:
             size = max(1, int(self.runner.batch_size(params)))
         except WorkerShutdown:
             raise
-        except Exception as exc:  # noqa: BLE001 - any app failure is reported, not fatal
-            log.warning("job %s cannot run here: %s", leases[0].job_id, exc)
+        except Exception as exc:  # noqa: BLE001 - this worker's failure, not the job's
+            reason = failure_reason(self.runner, exc)  # the leases go back: no attempt used
+            log.warning("cannot prepare job %s here; handing back %d task(s): %s",
+                        leases[0].job_id, len(leases), reason)
             for lease in leases:
-                self._fail(run, lease, self.runner.classify_error(exc),
-                           f"{type(exc).__name__}: {exc}")
+                self._fail(run, lease, "prepare", reason)
             return
         if loaded:
             log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)

@@ -205,7 +205,7 @@ class GatewayLink:
 
     def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "", *,
              batch: int = 1) -> FailResult:
-        """Report a failed run (``error``, ``oom``, ``shutdown`` or ``infra``)."""
+        """Report a failed run (``error``, ``oom``, ``shutdown``, ``infra`` or ``prepare``)."""
         res = self._post("/v1/fail", {"lease": _fence(lease), "kind": kind,
                                       "message": message[:2000], "batch": batch})
         return FailResult(requeued=bool(res["requeued"]), state=str(res["state"]))

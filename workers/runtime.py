@@ -47,7 +47,7 @@ from nova_queue.workers.node import Node, load_or_create_node, new_worker_id
 from nova_queue.workers.record import registry_fields
 from nova_queue.workers.redis_wait import wait_for_redis
 from nova_queue.workers.slots import app_slots
-from nova_queue.workers.startup import AppBenchmark, benchmark_app
+from nova_queue.workers.startup import EXIT_NO_APP, AppBenchmark, NoAppError, self_test
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 MAX_IDLE_WAIT_S = 2.0
 #: Longest back-off after Redis or the store failed.
 MAX_BACKOFF_S = 30.0
-__all__ = ["EXIT_RESTART", "Worker", "WorkerOptions"]  # EXIT_RESTART: for supervisors
+__all__ = ["EXIT_NO_APP", "EXIT_RESTART", "Worker", "WorkerOptions"]  # exit codes: supervisors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +124,8 @@ class Worker:
 
     # ---- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
-        """Redis, backend, identity, apps, startup benchmark, registration, heartbeat."""
+        """Redis, backend, identity, apps, startup benchmark (the self-test: an app that
+        fails it is not served), registration, heartbeat."""
         from nova_queue.stores import open_store
 
         node = self._connect()
@@ -135,7 +136,8 @@ class Worker:
         self._load_apps()
         gflops = (device_score_gflops(self.info, self.options.device_score_s)
                   if self.options.device_score_s else None)
-        self._benchmark_apps()
+        self.apps, self.benchmarks = self_test(self.apps, self.ctx,
+                                               benchmark=self.options.benchmark)
         self._fields = self._registry_fields(node, gflops)
         self.heartbeat = Heartbeat(self.client, self.worker_id,
                                    self.settings.heartbeat_interval_s, self.register,
@@ -194,12 +196,6 @@ class Worker:
             app.runner.setup(self.ctx)
             self.apps[name] = app
 
-    def _benchmark_apps(self) -> None:
-        """The startup benchmark of each app (skipped with ``--no-benchmark``)."""
-        for name, app in self.apps.items():
-            self.benchmarks[name] = (benchmark_app(app, self.ctx) if self.options.benchmark
-                                     else AppBenchmark())
-
     def _registry_fields(self, node: Node, gflops: float | None) -> dict[str, Any]:
         """The worker's registry record: identity, device, capability, benchmarks, labels."""
         assert self.info is not None
@@ -254,6 +250,9 @@ class Worker:
         except WorkerShutdown:
             log.info("shutdown requested %s", "during a task; releasing leases"
                      if self._registered else "during start-up")
+        except NoAppError as exc:
+            log.error("%s", exc)
+            return EXIT_NO_APP
         finally:
             self._shutdown()
         return 0

@@ -1,5 +1,10 @@
 """Startup benchmark: load time, one warm-up (compile / first-run) task, then timed runs
-of the app's representative task -> the initial seconds-per-cost-unit estimate."""
+of the app's representative task -> the initial seconds-per-cost-unit estimate.
+
+It is also the worker's self-test (:func:`self_test`): an app whose benchmark fails is not
+served (one log line says why and how to fix it), and a worker left with no app exits with
+:data:`EXIT_NO_APP`. ``--no-benchmark`` skips both: every app is served, unproven.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,17 @@ import time
 from nova_queue.apps.base import AppContext, TaskInput
 from nova_queue.workers.apps import WorkerApp
 from nova_queue.workers.execute import WorkerShutdown, run_app
+from nova_queue.workers.prepare import failure_reason
 
 log = logging.getLogger(__name__)
+
+#: Exit code of a worker none of whose apps passed the startup self-test (sysexits.h's
+#: EX_CONFIG: restarting it will not help until the machine is fixed).
+EXIT_NO_APP = 78
+
+
+class NoAppError(Exception):
+    """No app this worker was asked to serve passed its startup self-test."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,10 +65,31 @@ def benchmark_app(app: WorkerApp, ctx: AppContext, *, runs: int = 3,
             times.append(elapsed)
     except WorkerShutdown:
         raise
-    except Exception as exc:  # noqa: BLE001 - a failed benchmark means "explore", not "crash"
-        log.warning("startup benchmark of %s failed: %s: %s", app.name, type(exc).__name__, exc)
-        return AppBenchmark(error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a failed self-test drops the app (self_test)
+        return AppBenchmark(error=failure_reason(runner, exc))
     bench_s = statistics.median(times) / cost if times and cost > 0 else None
     log.info("benchmark %s: load %.3f s, first run %.3f s, %.4f s per cost unit (%d runs)",
              app.name, load_s, cold_s, bench_s or float("nan"), len(times))
     return AppBenchmark(load_s=load_s, cold_s=cold_s, bench_s=bench_s, runs=len(times))
+
+
+def self_test(apps: dict[str, WorkerApp], ctx: AppContext, *, benchmark: bool = True
+              ) -> tuple[dict[str, WorkerApp], dict[str, AppBenchmark]]:
+    """Benchmark each app; the apps that passed, and their benchmarks. An app that
+    failed is not served (one log line, naming the fix); NoAppError when none passed.
+    ``benchmark=False`` (``--no-benchmark``): no self-test, every app is served."""
+    if not benchmark:
+        return dict(apps), {name: AppBenchmark() for name in apps}
+    results = {name: benchmark_app(app, ctx) for name, app in apps.items()}
+    passed = {name: app for name, app in apps.items() if not results[name].error}
+    for name in [n for n in apps if n not in passed]:
+        log.error("startup self-test of %s failed: %s; not serving %s", name,
+                  results[name].error, name)
+        try:
+            apps[name].runner.teardown()
+        except Exception as exc:  # noqa: BLE001 - best effort: the app is dropped anyway
+            log.warning("teardown of %s failed: %s", name, exc)
+    if not passed:
+        raise NoAppError(f"no app passed its startup self-test ({', '.join(apps)}): "
+                         f"exiting with code {EXIT_NO_APP}")
+    return passed, {name: results[name] for name in passed}

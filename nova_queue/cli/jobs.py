@@ -12,6 +12,7 @@ import click
 
 from nova_queue.apps.base import AppSpec
 from nova_queue.apps.registry import load_app
+from nova_queue.cannot_run import Runners, blocked_text
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import Duration, parse_pairs
 from nova_queue.cli.text import safe_json, short, visible
@@ -75,20 +76,22 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
     FILE must be a regular file of at most --max-bytes; one that cannot be used is rejected
     with its line number and nothing is enqueued. Prints the job id; warns on stderr when
-    no live worker serves the app or meets --require (the job waits until one joins).
+    no live worker serves the app or meets --require, or those that do cannot run it (the
+    job waits until one joins).
     """
     reqs = parse_requirements(requires)
     application, parsed, specs = job_tasks(ctx, file, app, params, max_bytes)
     client = ctx.client()
+    model = application.model_key(parsed)
     job_id = client.enqueue(
         app, specs, params=parsed, priority=priority, max_attempts=max_attempts,
         name=name or ("stdin" if file == "-" else Path(file).name), timeout_s=timeout_s,
-        retention_s=retention_s, requires=reqs, owner=owner, model=application.model_key(parsed))
+        retention_s=retention_s, requires=reqs, owner=owner, model=model)
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
         click.echo(json.dumps({"job_id": job_id}))
-    if note := no_worker_note(client, app, reqs):
+    if note := no_worker_note(client, app, reqs, model):
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)
@@ -129,11 +132,16 @@ def not_done_line(st: JobStatus) -> str:
     return f"job {visible(st.job_id)}: {st.failed} of its {st.total} tasks failed{see}"
 
 
-def no_worker_note(client, app: str, requires=()) -> str | None:
-    """Why a job of ``app`` (with ``requires``) cannot run right now: no live worker serves
-    the app, or none that does meets the requirements; None if one can."""
-    if client.eligible_workers(app, requires):
+def no_worker_note(client, app: str, requires=(), model: str = "",
+                   runners: Runners | None = None) -> str | None:
+    """Why a job of ``app`` (with ``requires``, needing ``model``) cannot run right now: no
+    live worker serves the app, none that does meets the requirements, or those that do
+    cannot prepare it (each one's reason); None if one can."""
+    runners = runners or client.who_can_run(app, requires, model)
+    if runners.eligible:
         return None
+    if runners.blocked:
+        return visible(blocked_text(runners.blocked))
     if requires and client.eligible_workers(app):
         return f"no live worker of app '{visible(app)}' fits: " + visible(
             client.unmet_requirement(app, requires))
@@ -148,8 +156,10 @@ def no_worker_note(client, app: str, requires=()) -> str | None:
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="Jobs listed without JOB_ID.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the job, its tasks and eligible_workers (live workers serving its "
-                   "app) as JSON; without JOB_ID, the jobs as a JSON list.")
+              help="Print the job, its tasks, eligible_workers (live workers that can run "
+                   "it), cannot_run (live workers that cannot prepare it, and why) and "
+                   "waiting (why no live worker can run it, or null) as JSON; without "
+                   "JOB_ID, the jobs as a JSON list.")
 @shared_options()
 @pass_ctx
 @handle_errors
@@ -158,7 +168,8 @@ def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
     JOB_ID, the most recent jobs with their done, failed and cancelled counts.
 
     A finished job is done (a task or more done; FAILED counts the others), failed (not
-    one task done) or cancelled. Says when no live worker serves the job's app, and shows a
+    one task done) or cancelled. Says when no live worker can run the job (none serves its
+    app, meets its requirements, or could prepare it: each worker's reason), and shows a
     job still being enqueued (or abandoned by a killed enqueue) as state 'staging'.
     """
     client = ctx.client()
@@ -173,17 +184,22 @@ def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
             raise
         _show_staging(staging, client, as_json)
         return
-    eligible = len(client.eligible_workers(st.app, st.requires))
+    runners = client.who_can_run(st.app, st.requires, st.model)
+    waiting = (no_worker_note(client, st.app, st.requires, st.model, runners)
+               if not runners.eligible and not st.finished and st.pending else None)
     if as_json:
-        click.echo(safe_json({**st.to_json(), "eligible_workers": eligible}))
+        click.echo(safe_json({**st.to_json(), "eligible_workers": len(runners.eligible),
+                              "cannot_run": [b.to_json() for b in runners.blocked],
+                              "waiting": waiting}))
         return
     click.echo(f"job {visible(st.job_id)}  app {visible(st.app)}  "
                f"state {visible(st.state)}  name '{visible(st.name)}'")
     click.echo(f"  {st.total} tasks: {st.pending} pending, {st.leased} running, {st.done} done, "
                f"{st.failed} failed, {st.cancelled} cancelled")
-    if not eligible and not st.finished and st.pending:
-        click.echo(f"  warning: {no_worker_note(client, st.app, st.requires)}; its tasks wait "
-                   "until one joins")
+    if waiting and runners.blocked:
+        click.echo(f"  waiting: {waiting}")
+    elif waiting:
+        click.echo(f"  warning: {waiting}; its tasks wait until one joins")
     click.echo(f"  {'#':>5}  {'STATE':9} {'WORKER':20} {'BACKEND':7} {'ATT':>3} {'GEN':>3}  "
                f"{'ERROR':28} PROMPT")
     for t in st.tasks:
@@ -262,6 +278,9 @@ def workers(ctx: Context, as_json: bool, include_gone: bool) -> None:
             + (f" token {visible(w.token)}" if w.token else ""))
         if w.quarantined:
             click.echo(f"    QUARANTINED: {visible(short(w.quarantine_reason, 160))}")
+        for m in w.cannot_run:
+            what = f"{m.app} model {m.model}" if m.model else m.app
+            click.echo(f"    cannot run {visible(what)}: {visible(short(m.reason, 160))}")
 
 
 @click.command()

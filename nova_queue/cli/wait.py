@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 import click
 
+from nova_queue.cannot_run import blocked_text
 from nova_queue.cli.text import visible
 from nova_queue.models import JobStatus
 
@@ -102,8 +103,11 @@ class _Lines(_Reporter):
     def _waiting_note(self, status: JobStatus) -> str:
         if status.pending == 0 or status.finished:
             return ""
-        if self.client.eligible_workers(status.app, status.requires):
+        runners = self.client.who_can_run(status.app, status.requires, status.model)
+        if runners.eligible:
             return ""
+        if runners.blocked:
+            return f"; {visible(blocked_text(runners.blocked))}"
         if status.requires:
             return f"; no live worker of app '{visible(status.app)}' meets its requirements"
         return f"; no live worker serves app '{visible(status.app)}'"

@@ -34,7 +34,7 @@ MAX_CLAIM_WAIT_MS = 10_000
 #: Labels every worker reports about itself (and ``app.<name>``); any other label of a
 #: worker behind a gateway must be one its token grants.
 SELF_REPORTED = frozenset(AUTOMATIC_LABELS)
-FAIL_KINDS = ("error", "oom", "shutdown", "infra")
+FAIL_KINDS = ("error", "oom", "shutdown", "infra", "prepare")
 
 
 def _state():

@@ -2,7 +2,12 @@
   complete. The kind decides: "shutdown" (the worker is stopping) and "infra" (the result
   store or another dependency failed, not the task) release without using an attempt, as
   long as that is not a loop (free_hand_back: a few times per task and per worker in a
-  window, more only while no other worker succeeds; past that they count as "error"); "oom"
+  window, more only while no other worker succeeds; past that they count as "error");
+  "prepare" (the worker could not prepare the job: its app's runtime, its model, the device)
+  too, and marks the worker as unable to run the job's app and model for ARGV[13]
+  (mark_cannot_run: claims then offer it none of that job's, or such jobs', tasks; a batch's
+  leases go back at once, so only the task's own cap applies) unless it holds MAX_CANNOT_RUN
+  other live marks, when it counts as "error"; "oom"
   records that this worker could not hold the task: claims send it to a worker with more
   device memory, or one taking a smaller batch, while one is live, and it requeues while
   attempts remain; "error" records that the task failed on this worker
@@ -29,7 +34,7 @@
   ARGV[3] task id
   ARGV[4] lease_gen
   ARGV[5] attempt_id
-  ARGV[6] kind: "error" | "oom" | "shutdown" | "infra"
+  ARGV[6] kind: "error" | "oom" | "shutdown" | "infra" | "prepare"
   ARGV[7] error message (the caller truncates it; bytes past 8192 are dropped here)
   ARGV[8] events MAXLEN (approximate, 1..10^9)
   ARGV[9] quarantine after this many errors in a row, each within ARGV[10] of its claim,
@@ -37,13 +42,16 @@
   ARGV[10] that time (ms, 0..86400000)
   ARGV[11] quarantine cool-down (ms, 1..86400000)
   ARGV[12] how many tasks the failed run held (1..64; "oom": a smaller batch may fit)
+  ARGV[13] "prepare": how long the worker's cannot_run mark lasts (ms, 1000..86400000);
+           ignored for other kinds
 
   Returns {code, new state}
     0  OK      new state = "pending" (requeued) | "failed" | "cancelled" | "leased" (the
                task's other attempt runs on)
    -1  UNKNOWN_TASK
    -2 .. -5   stale, as in complete
-   -9  BAD_INPUT {-9, message}: unknown kind, invalid ids or KEYS (nothing was written)
+   -9  BAD_INPUT {-9, message}: unknown kind, invalid ids, mark time or KEYS (nothing was
+       written)
 ]]
 --- @include "common"
 --- @include "checks"
@@ -53,6 +61,7 @@
 --- @include "release_attempt"
 --- @include "note_failure"
 --- @include "free_hand_back"
+--- @include "mark_cannot_run"
 
 local task_key, job_key, worker_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, tid, gen, attempt_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -60,20 +69,21 @@ local kind, message = ARGV[6], string.sub(ARGV[7] or '', 1, MAX_TEXT_BYTES)
 local q = { fast_fails = int_in(ARGV[9], 0, MAX_ATTEMPTS), fast_ms = int_in(ARGV[10], 0, MAX_TTL_MS),
   cooldown_ms = int_in(ARGV[11], 1, MAX_COOLDOWN_MS) }
 local batch = int_in(ARGV[12], 1, MAX_CLAIM_K)
+local mark_ms = kind == 'prepare' and int_in(ARGV[13], 1000, MAX_TTL_MS)
 local ctx = {
   prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8],
   finished = KEYS[9], events = KEYS[10], maxlen = ARGV[8],
 }
 local burn = kind == 'error' or kind == 'oom'
-if not burn and kind ~= 'shutdown' and kind ~= 'infra' then
+if not burn and kind ~= 'shutdown' and kind ~= 'infra' and kind ~= 'prepare' then
   return bad_input('unknown failure kind ' .. string.sub(tostring(kind), 1, 40))
 end
 -- as complete: the fence compares worker, lease_gen and attempt id with what claim wrote
 if not is_task_id(tid) or #wid > 128 or #gen > 20 or #attempt_id > 64
     or not int_in(ARGV[8], 1, MAX_EVENTS_MAXLEN) or not q.fast_fails or not q.fast_ms
-    or not q.cooldown_ms or not batch then
+    or not q.cooldown_ms or not batch or (kind == 'prepare' and not mark_ms) then
   return bad_input('invalid worker id, task id, lease_gen, attempt id, events MAXLEN, '
-    .. 'quarantine policy or batch size')
+    .. 'quarantine policy, batch size or mark time')
 end
 if not keys_are(prefix, KEYS, { 'task:' .. tid, 'job:' .. job_of(tid), 'worker:' .. wid,
     'held:' .. wid, false, 'leases', 'inflight', 'failed', 'finished', 'events' }) then
@@ -97,7 +107,10 @@ if code ~= CODE.OK then
   return { code, t[1] }
 end
 
-if not burn and not free_hand_back(ctx, tid, wid, now, true) then
+if kind == 'prepare' and app
+    and not mark_cannot_run(worker_key, job_key, app, message, now, mark_ms) then
+  kind, burn = 'error', true -- its list of marks is full: no free hand-back past the cap
+elseif not burn and not free_hand_back(ctx, tid, wid, now, kind ~= 'prepare') then
   message = string.sub('handed back without a result too often (' .. kind .. '): ' .. message,
     1, MAX_TEXT_BYTES)
   kind, burn = 'error', true -- a loop: it counts as a failure of this worker

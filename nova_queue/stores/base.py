@@ -35,6 +35,13 @@ def encode_metadata_value(value: str) -> str:
     return urllib.parse.quote(value, safe=_HEADER_SAFE)
 
 
+def fit_metadata_value(value: str, limit: int) -> str:
+    """``value`` shortened (from the end) until it is at most ``limit`` bytes encoded."""
+    while value and len(encode_metadata_value(value)) > limit:
+        value = value[: max(len(value) * 3 // 4, len(value) - 64)]
+    return value
+
+
 def normalize_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
     """Metadata with lower-cased keys; raise StoreError for bad keys, values or size."""
     result: dict[str, str] = {}

@@ -177,7 +177,7 @@ def test_another_protocol_is_a_problem_and_nothing_else_is_judged(nova):
     nova.redis.hset(nova.keys.meta(), "protocol", "4")
     report = doctor.run(nova, fix=True)
     assert [f.check for f in report.findings] == ["protocol"]
-    assert "speaks protocol '3'" in report.problems[0].message and not report.repaired
+    assert "speaks protocol '4'" in report.problems[0].message and not report.repaired
 
 
 def test_live_workers_of_a_release_before_protocol_checks_are_named(nova):

@@ -153,7 +153,8 @@ def test_python_limits_equal_the_lua_limits():
     for name in ("MAX_CLAIM_K", "MAX_RENEW_LEASES", "MAX_APPS", "MAX_CHUNK", "MAX_VISIT",
                  "MAX_REAP", "MAX_JOB_TASKS", "MAX_ATTEMPTS", "MAX_TTL_MS", "MAX_EVENTS_MAXLEN",
                  "MAX_RUN_S", "MAX_INPUT_BYTES", "MAX_PARAMS_BYTES", "MAX_META_BYTES",
-                 "MAX_TEXT_BYTES", "MIN_COST", "MAX_COST"):
+                 "MAX_TEXT_BYTES", "MIN_COST", "MAX_COST", "MAX_CANNOT_RUN", "MAX_REASON_BYTES",
+                 "MAX_MARKS_BYTES"):
         assert lua[name] == getattr(limits, name), name
 
 
@@ -533,6 +534,46 @@ def test_the_backup_search_with_a_huge_lease_set(nova, meter):
                                                     claim_args(nova, "idle")))
     assert res[0] == 0 and json.loads(res[2])[0]["backup"] is True
     assert inner < 3 * limits.MAX_CLAIM_K + 200
+
+
+def forged_marks(n_bytes: int = limits.MAX_MARKS_BYTES) -> str:
+    """A ``cannot_run`` field as costly to decode as the scripts allow: many small objects."""
+    return ("[" + ",".join(['{"a":1}'] * (n_bytes // 8)) + "]")[:n_bytes - 1] + "]"
+
+
+def test_claims_and_prepare_failures_with_forged_cannot_run_fields(nova, meter):
+    """The worker role may HSET any worker's ``cannot_run``: a claim decodes its own field
+    and at most MAX_MARKS_DECODED of the fleet's (the slow path weighs 256 workers, each
+    with a forged field), and a prepare failure decodes its worker's once."""
+    r = nova.redis
+    assert len(forged_marks()) == limits.MAX_MARKS_BYTES
+    job = seed_job(nova, 3)
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    r.hset(k(nova).worker("w"), mapping={"ema:synthetic": 100.0, "n:synthetic": 5,
+                                         "cannot_run": forged_marks()})
+    r.zadd(k(nova).app_fleet("synthetic"), {"w": 100.0})
+    pipe = r.pipeline(transaction=False)
+    now_ms = nova.server_time_ms()
+    for i in range(300):  # faster workers that claim: the tail is theirs, so the claim weighs
+        pipe.hset(k(nova).worker(f"f{i}"), mapping={  # them all
+            "id": f"f{i}", "cannot_run": forged_marks(), "claim_ms": now_ms, "n:synthetic": 5})
+        pipe.zadd(k(nova).app_fleet("synthetic"), {f"f{i}": 1.0})
+    pipe.execute()
+    res, _ = assert_bounded(meter, lambda: call(nova, "claim", claim_keys(nova, "w"),
+                                                claim_args(nova, "w")))
+    assert res[0] == 2  # told to wait for the faster workers: nothing claimed
+    r.delete(k(nova).app_fleet("synthetic"))
+    [lease] = nova.claim("w", "synthetic").leases
+    fail_keys = [k(nova).task(lease.task_id), k(nova).job(job), k(nova).worker("w"),
+                 k(nova).held("w"), k(nova).pending("synthetic"), k(nova).leases(),
+                 k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events()]
+    r.hset(k(nova).worker("w"), "cannot_run", forged_marks())
+    res, _ = assert_bounded(meter, lambda: call(nova, "fail", fail_keys, [
+        nova.prefix, "w", lease.task_id, lease.lease_gen, lease.attempt_id, "prepare",
+        "\x1b" * 1_000_000, 1000, 5, 2000, 300_000, 1, 60_000]))
+    assert res[0] == 0
+    [mark] = json.loads(r.hget(k(nova).worker("w"), "cannot_run"))
+    assert mark["reason"] == " " * limits.MAX_REASON_BYTES  # control characters as spaces
 
 
 # -- the retention sweep and purge: forged indexes, huge jobs --------------------------------

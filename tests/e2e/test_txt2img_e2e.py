@@ -26,13 +26,6 @@ PROMPTS = ["a red fox in snow", "日本の庭園", "<b>bold</b> & \"quoted\"", "
            "🚀 launch", "a bowl of fruit"]
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    from nova_queue.workers.apps.txt2img_model import make_model
-
-    return make_model(tmp_path_factory.mktemp("model") / "tiny")
-
-
 def enqueue(nova, model, prompts, **params):
     app = load_app("txt2img")
     parsed = app.parse_params({"model": str(model), "width": "64", "height": "64", **params})

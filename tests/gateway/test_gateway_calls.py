@@ -255,3 +255,26 @@ def wire_renew(gw, token, lease) -> dict:
         "leases": [[lease["task_id"], lease["lease_gen"], lease["attempt_id"]]]})
     assert res.status_code == 200, res.json
     return res.json
+
+
+def test_a_prepare_failure_through_the_gateway_hands_back_and_marks(gw, admin, make_token,
+                                                                    gw_settings):
+    """Kind ``prepare``: no attempt used, the worker marked for the gateway's own
+    NOVA_CANNOT_RUN_S (not a time the worker sends); its next claim is told to wait."""
+    token = make_token("noprep")
+    wid = join(gw, token)
+    job = admin.enqueue("synthetic", [TaskSpec("one", 1.0)])
+    lease = claim(gw, token).json["leases"][0]
+    fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
+    res = gw.post("/v1/fail", headers=auth(token), json={
+        "lease": fence, "kind": "prepare", "message": "No module named 'torch'",
+        "mark_ms": 1})  # a field the gateway ignores
+    assert res.status_code == 200 and res.json["state"] == "pending", res.json
+    t = admin.task(lease["task_id"])
+    assert (t.state, t.attempt_count) == ("pending", 0)
+    [w] = [w for w in admin.workers() if w.worker_id == wid]
+    [mark] = w.cannot_run
+    assert (mark.app, mark.model, mark.reason) == ("synthetic", "", "No module named 'torch'")
+    assert mark.until_ms - mark.since_ms == gw_settings.cannot_run_s * 1000
+    assert claim(gw, token, ids=("a2",)).json["status"] == "wait"
+    assert admin.job(job, with_tasks=False).failed == 0

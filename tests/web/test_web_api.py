@@ -33,7 +33,8 @@ def busy(nova, store):
 def test_job_api_equals_status_json(client, nova, busy):
     job, other = busy
     assert client.get(f"/api/jobs/{job}").get_json() == {**roundtrip(nova.job(job).to_json()),
-                                                          "eligible_workers": 1}
+                                                          "eligible_workers": 1,
+                                                          "cannot_run": []}
     listed = client.get("/api/jobs").get_json()
     assert listed == roundtrip([j.to_json(with_tasks=False) for j in nova.jobs()])
     assert [j["job_id"] for j in listed] == [other, job]

@@ -190,6 +190,28 @@ def test_jobs_and_workers_pages_update_live(browser_page, live_server, nova, sto
     assert page.errors == []
 
 
+def test_the_workers_page_shows_a_new_cannot_run_mark_live(browser_page, live_server, nova,
+                                                           store):
+    from novatests.seed import set_speed
+
+    page = browser_page
+    job = enqueue(nova, ["x"])
+    StandInWorker(nova, store, "w-np", name="no-prep")
+    page.goto(f"{live_server}/workers")
+    page.locator("#fleet", has_text="no-prep").wait_for(timeout=10_000)
+    page.evaluate("() => { window.__marker = 3; }")
+    set_speed(nova, "w-np", "synthetic", 1.0)
+    [lease] = nova.claim("w-np", "synthetic").leases
+    assert lease.job_id == job
+    nova.fail("w-np", lease, "prepare", XSS_PROMPT)
+    line = page.locator("#fleet .cannot-run")
+    line.wait_for(timeout=10_000)
+    assert line.text_content().startswith(f"cannot run synthetic: {XSS_PROMPT} (marked ")
+    assert page.evaluate("() => window.__marker") == 3 and page.evaluate("() => window.__xss") \
+        is None
+    assert page.errors == []
+
+
 def test_gallery_says_live_when_no_worker_serves_the_app(browser_page, live_server, nova):
     from nova_queue import TaskSpec
 

@@ -38,6 +38,7 @@
         w.quarantined ? el("span", {class: "pill quarantined", text: "quarantined"}) : null,
       ]),
       w.quarantine_text ? el("p", {class: "alert warn quarantine", text: w.quarantine_text}) : null,
+      ...(w.cannot_run_texts || []).map((t) => el("p", {class: "alert warn cannot-run", text: t})),
       kv([["device", w.device || "–"], ["memory", w.memory_text],
           ["current", w.current_text, "mono"],
           ["done / failed / OOM", w.tasks_done + " / " + w.failures + " / " + w.oom],

@@ -21,6 +21,9 @@ class AppRunner(abc.ABC):
     #: True if run_batch itself honours ``AppContext.slowdown``; otherwise the worker
     #: simulates slower hardware by waiting (slowdown - 1) x the measured run time.
     handles_slowdown: ClassVar[bool] = False
+    #: The command that installs what the runner imports (e.g. ``pip install
+    #: 'nova-queue[txt2img]'``): named when preparing the app fails on a missing module.
+    install_hint: ClassVar[str] = ""
 
     def __init__(self, spec: AppSpec) -> None:
         self.spec = spec

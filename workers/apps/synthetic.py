@@ -14,6 +14,8 @@ one), ``{"hang": "soft"}`` (never returns, but can be interrupted), ``{"hang": "
 ``hang_s`` seconds, then returns its result late). ``"times": N`` limits the failure to the
 first N tasks that start under these settings (``{"hang": "hard", "hang_s": 6, "times": 1}``:
 one late result, then healthy), so a test need not race the worker to switch it back.
+``{"prepare": "fail"}`` makes preparing a job fail (a missing runtime or model, no disk):
+the worker hands the job back without using an attempt, and its startup self-test fails.
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ class SimulatedFailure(RuntimeError):
     """Raised on purpose by a worker whose control file says ``fail`` (a broken device)."""
 
 
+class SimulatedPrepareError(RuntimeError):
+    """Raised on purpose when preparing a job on a worker whose control file says
+    ``prepare: fail`` (as a missing runtime, model or disk would)."""
+
+
 class Control:
     """The ``-o control=PATH`` file: gray failures switched on while the worker runs."""
 
@@ -78,6 +85,14 @@ class Control:
             self._mtime = mtime
             self.under_state = 0
         return self.state
+
+    def before_prepare(self) -> None:
+        """Fail the preparation of a job while the file says ``{"prepare": "fail"}``."""
+        with self._lock:
+            state = self.read()
+        if state.get("prepare") == "fail":
+            raise SimulatedPrepareError("simulated: this worker cannot prepare synthetic jobs "
+                                        "(its control file says prepare: fail)")
 
     def before_task(self) -> float:
         """Apply the failure of the moment; returns the extra slowdown factor."""
@@ -131,6 +146,12 @@ class SyntheticRunner(AppRunner):
         self._ctx = ctx
         control = ctx.options.get("control")
         self._control = Control(control) if control else None
+
+    def prepare(self, params: Mapping[str, Any]) -> bool:
+        """Nothing to load (the control file may make it fail)."""
+        if self._control is not None:
+            self._control.before_prepare()
+        return False
 
     def batch_size(self, params: Mapping[str, Any]) -> int:
         """One task per batch."""

@@ -62,6 +62,7 @@ class Txt2ImgRunner(AppRunner):
     """SD-Turbo text-to-image through ``diffusers.AutoPipelineForText2Image``."""
 
     handles_slowdown = True  # _call_pipeline sleeps (slowdown - 1) x each pipeline call
+    install_hint = "pip install 'nova-queue[txt2img]'"
 
     def __init__(self, spec: AppSpec) -> None:
         super().__init__(spec)

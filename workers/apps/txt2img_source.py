@@ -57,12 +57,13 @@ def resolve_model(model: str, roots: Iterable[Path]) -> ModelSource:
 def unavailable(model: str) -> ModelNotFoundError:
     """The one error for a model path this worker will not load."""
     shown = model if len(model) <= 200 else model[:197] + "..."
+    # the fix first: the worker's cannot_run mark keeps the first 200 bytes of it
     return ModelNotFoundError(
-        f"txt2img model {shown!r} is not available on this worker: a job may name a Hugging "
-        "Face hub id (org/name) or a pipeline folder under the worker's model roots "
-        "(NOVA_MODEL_ROOTS, and the folder given with the worker's -o model=DIR). To fix: run "
-        "`nova-queue make-model DIR` and start the worker with -o model=DIR, or set HF_HOME to "
-        "a Hugging Face cache that holds the hub id."
+        f"txt2img model {shown!r} is not available on this worker; to fix: start the worker "
+        "with -o model=DIR (the pipeline folder) or add a folder above it to NOVA_MODEL_ROOTS. "
+        "A job may name a pipeline folder under those model roots or a Hugging Face hub id "
+        "(org/name); `nova-queue make-model DIR` writes a tiny test model, and HF_HOME may "
+        "point at a Hugging Face cache that holds the hub id."
     )
 
 

@@ -12,7 +12,7 @@ local function claim_idle(ctx, K, a, me, probing, now, hint, t_w)
   local inflight = tonumber(redis.call('HGET', K.inflight, a.app) or '0') or 0
   if inflight > 0 and not probing and (tonumber(me.n) or 0) > 0 then
     t_w = t_w or estimate(K.fleet, a.prefix, a.wid, a.app, me)
-    local b = t_w and find_backup(ctx, a, t_w, now)
+    local b = t_w and find_backup(ctx, a, t_w, now, me.marks)
     if b then
       return { CODE.OK, int(now), cjson.encode({ write_backup(ctx, K, a, me, b, t_w, now) }) }
     end

@@ -4,7 +4,9 @@
   checked by check_claim_argv. Returns claim-12's reply. Each step is an include: reap,
   claim_again (a retried claim), quarantine_gate (a quarantined worker probes with one
   task), scan_candidates, estimate, grant_count (the policy), write_leases; claim_idle
-  when the worker gets nothing of its own (a backup attempt, or when to ask again).
+  when the worker gets nothing of its own (a backup attempt, or when to ask again). The
+  worker's cannot_run marks (cannot_run_here, read only when it has the field) keep it
+  from jobs of the models it could not prepare.
 ]]
 --- @include "tick"
 --- @include "reap"
@@ -14,6 +16,7 @@
 --- @include "grant_count"
 --- @include "write_leases"
 --- @include "claim_idle"
+--- @include "cannot_run_here"
 local function claim_tasks(K, a)
   local ctx = {
     prefix = a.prefix, leases = K.leases, alive = K.alive, inflight = K.inflight,
@@ -28,7 +31,7 @@ local function claim_tasks(K, a)
   -- everything this script reads of the worker, in one call
   local w = redis.call('HMGET', K.worker, 'last_claim', 'ema:' .. a.app, 'n:' .. a.app,
     'bench:' .. a.app, 'name', 'backend', 'host', 'claims', 'quarantined', 'labels',
-    'memory_total', 'warm:' .. a.app, 'load:' .. a.app)
+    'memory_total', 'warm:' .. a.app, 'load:' .. a.app, 'cannot_run')
   if w[1] == a.attempt_ids[1] then
     local again = claim_again(a.prefix, K.held, a.attempt_ids)
     if again then
@@ -46,7 +49,9 @@ local function claim_tasks(K, a)
   local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
     host = w[7] or '', claims = w[8], labels_raw = w[10], memory = w[11], warm = w[12],
     load_s = num_in(w[13], 0, MAX_RUN_S) or 0, app = a.app,
-    window_ms = math.max(a.ttl_ms, MIN_CLAIMING_MS) } -- others count on recent claimers only
+    window_ms = math.max(a.ttl_ms, MIN_CLAIMING_MS), -- others count on recent claimers only
+
+    marks = w[14] and cannot_run_here(K.worker, w[14], a.app, now) } -- models it cannot run
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
     return claim_idle(ctx, K, a, me, probing, now)

@@ -4,12 +4,13 @@
   as it has run (it is overdue: its prediction was wrong); the backup must save at least
   BACKUP_MIN_GAIN_MS and BACKUP_GAIN_SHARE of that rest, so correct predictions start no
   backups. Looks at the first MAX_BACKUP_SCAN leases; skips tasks that had a backup (one
-  per task), are this worker's, or failed (on its identity) or ran out of memory on it. Returns the one that
+  per task), are this worker's, or failed (on its identity) or ran out of memory on it, or
+  whose job's model this worker could not prepare (`marks`: cannot_run_here's). Returns the one that
   saves most as {tid, t (its fields below), j (its job's app, state, params, timeout_s),
   cost}, or nil.
 ]]
 --- @include "in_list"
-local function find_backup(ctx, a, t_w, now)
+local function find_backup(ctx, a, t_w, now, marks)
   local best, best_gain, jobs = nil, 0, {}
   for _, tid in ipairs(redis.call('ZRANGE', ctx.leases, 0, MAX_BACKUP_SCAN - 1)) do
     local job_id = is_task_id(tid) and job_of(tid)
@@ -19,9 +20,9 @@ local function find_backup(ctx, a, t_w, now)
     if t and t[1] == 'leased' and t[2] ~= a.wid and not t[6] and not in_list(t[7], a.wid)
         and not in_list(t[8], ident_of(a.wid)) then
       local j = jobs[job_id] or redis.call('HMGET', ctx.prefix .. 'job:' .. job_id, 'app',
-        'state', 'params', 'timeout_s')
+        'state', 'params', 'timeout_s', 'model')
       jobs[job_id] = j
-      if j[1] == a.app and j[2] ~= 'cancelled' then
+      if j[1] == a.app and j[2] ~= 'cancelled' and not (marks and marks[j[5] or '']) then
         local cost = num_in(t[5], MIN_COST, MAX_COST) or 1
         local elapsed = math.max(now - (int_in(t[3], 0, 1e15) or now), 0)
         local predicted = (num_in(t[4], 0, MAX_RUN_S) or 0) * 1000

@@ -11,7 +11,7 @@ local OWNED = {
   fast_streak = true, streak_since_ms = true, streak_tids = true, blamed = true,
   quarantined = true, quarantine_reason = true, quarantined_ms = true,
   quarantine_until_ms = true, cooldown_ms = true, probe_tid = true, model_loads = true,
-  protocol = true, claim_ms = true, free_n = true, free_since_ms = true,
+  protocol = true, claim_ms = true, free_n = true, free_since_ms = true, cannot_run = true,
 }
 
 local function worker_fields(fields)

@@ -50,6 +50,9 @@ SCENARIOS = {
     31: "a phantom gateway worker declares a benchmark of 1e-9 s and never claims",
     32: "a gateway token fails every task and says hello again (a new worker id) after each",
     33: "a gateway worker hands every task back as an infra failure (no attempt used)",
+    34: "a worker that cannot prepare a job (no runtime, model or disk), alone, then a "
+        "capable one joins",
+    35: "a worker that cannot prepare a job, looking 50x faster, beside a capable one",
 }
 
 
