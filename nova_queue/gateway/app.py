@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from flask import Flask, jsonify
-from werkzeug.exceptions import HTTPException
+from flask import Flask, current_app, jsonify, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from nova_queue import errors
 from nova_queue.client import NovaClient
@@ -92,8 +92,17 @@ def create_app(test_config: dict[str, Any] | None = None, *, settings: Settings 
     store = store or open_store(settings.resolved_store_url)
     app.extensions["nova_gateway"] = GatewayState(settings, client, store)
     app.register_blueprint(routes.bp)
+    app.before_request(_refuse_oversized)
     _register_errors(app)
     return app
+
+
+def _refuse_oversized() -> None:
+    """A body its length says is over the limit is 413 before its token is checked, as
+    waitress answers it before the app runs (werkzeug's server would let the app run)."""
+    limit = current_app.config["MAX_CONTENT_LENGTH"]
+    if limit is not None and (request.content_length or 0) > limit:
+        raise RequestEntityTooLarge()
 
 
 def _register_errors(app: Flask) -> None:
