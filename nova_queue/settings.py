@@ -132,6 +132,12 @@ class Settings:
     #: Requests one token may make through the gateway per minute (429 + Retry-After above).
     #: Env ``NOVA_GATEWAY_RATE_PER_MIN``.
     gateway_rate_per_min: int = 6000
+    #: Connections the gateway (on waitress) keeps open from one client address (an IPv6
+    #: one by its /64); more are answered 503 and closed. Behind a proxy every connection
+    #: comes from the proxy: raise it above the proxy's connections to the gateway (about
+    #: two per worker), or 0 (no cap) and let the proxy limit each client.
+    #: Env ``NOVA_GATEWAY_CONNECTIONS_PER_CLIENT``.
+    gateway_connections_per_client: int = 200
 
     def __post_init__(self) -> None:
         check_namespace(self.namespace)
@@ -172,6 +178,8 @@ class Settings:
                               "minute at least 1")
         if not 1 <= self.gateway_timeout_s <= 3600:
             raise ConfigError("gateway timeout must be from 1 to 3600 s")
+        if self.gateway_connections_per_client < 0:
+            raise ConfigError("gateway connections per client must be 0 (no cap) or more")
 
 
     @property

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import logging
 import math
 import secrets
@@ -28,6 +27,7 @@ from typing import Any
 
 from flask import Flask, current_app, g, render_template, request, session
 
+from nova_queue.clientaddr import client_name
 from nova_queue.web.extensions import nova
 from nova_queue.web.security import WriteDenied, check_csrf
 
@@ -94,17 +94,9 @@ def lock_session() -> None:
 
 
 def client_address() -> str:
-    """The rate limit's name for the client: its IP address, an IPv6 one by its /64."""
-    raw = request.remote_addr or ""
-    try:
-        ip = ipaddress.ip_address(raw)
-    except ValueError:
-        return "other-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return f"{ipaddress.IPv6Network((ip, 64), strict=False).network_address}/64"
-    return str(ip)
+    """The rate limit's name for the client: its IP address, an IPv6 one by its /64
+    (:func:`nova_queue.clientaddr.client_name`)."""
+    return client_name(request.remote_addr or "")
 
 
 def _count_attempt(client: str) -> None:
