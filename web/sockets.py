@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app, g
 
 from nova_queue.web.auth import client_address, is_unlocked, write_enabled
 
