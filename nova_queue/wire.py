@@ -29,8 +29,9 @@ _JSON_NESTING = re.compile(r'["\[\]{}]')
 
 
 def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
-    """``raw`` parsed as a JSON object, or InputError naming ``what``: not UTF-8, not JSON,
-    not an object, or nested deeper than :data:`MAX_JSON_DEPTH` (checked before parsing)."""
+    """``raw`` parsed as a JSON object, or InputError naming ``what``: not UTF-8, not JSON
+    (``NaN`` and ``Infinity`` included), not an object, or nested deeper than
+    :data:`MAX_JSON_DEPTH` (checked before parsing)."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
@@ -38,12 +39,17 @@ def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
     if _too_deep(text):
         raise InputError(f"{what}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json)
     except (ValueError, RecursionError):
         raise InputError(f"{what}: not valid JSON") from None
     if not isinstance(value, dict):
         raise InputError(f"{what}: expected a JSON object")
     return value
+
+
+def _not_json(name: str) -> Any:
+    """``NaN`` and ``Infinity``, which Python's parser takes and JSON does not: refused."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def _too_deep(text: str) -> bool:
@@ -115,7 +121,7 @@ def fenced_lease(d: object) -> Lease:
         tid, app = str(d["task_id"]), str(d["app"])
         gen, attempt_id = int(d["lease_gen"]), str(d["attempt_id"])
         job, index = split_task_id(tid)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise InputError(f"lease: needs {', '.join(FENCE_FIELDS)}") from None
     if not job or not ATTEMPT_ID_RE.match(attempt_id) or not 0 < gen < 2**53:
         raise InputError("lease: invalid task id, lease_gen or attempt id")

@@ -137,7 +137,7 @@ def claim() -> Any:
     app, ids = _app(caller, body.get("app")), _ids(body.get("attempt_ids"))
     try:
         wait_ms = max(0, min(int(body.get("wait_ms") or 0), MAX_CLAIM_WAIT_MS))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise errors.InputError("claim: wait_ms must be a number") from None
     mark = wake.event_mark(state.client) if wait_ms else None
     res = state.client.claim(caller.worker_id, app, len(ids), attempt_ids=ids)
@@ -212,7 +212,7 @@ def _checked_commit(caller: Caller, body: dict[str, Any]) -> _Commit:
     key = results.lease_key(lease, body.get("key"))
     try:
         run_s = float(body.get("run_s", 0.0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         run_s = -1.0
     if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
         raise errors.InputError(f"complete: run_s must be a number from 0 to {MAX_RUN_S}")
@@ -250,7 +250,7 @@ def fail() -> Any:
         raise errors.InputError(f"fail: kind must be one of {', '.join(FAIL_KINDS)}")
     try:
         batch = int(body.get("batch") or 1)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise errors.InputError("fail: batch must be a number") from None
     res = _state().client.fail(caller.worker_id, lease, kind, str(body.get("message", "")),
                                batch=batch)
@@ -265,7 +265,7 @@ def loaded() -> Any:
     app, model = _app(caller, body.get("app")), str(body.get("model", ""))[:256]
     try:
         load_s = float(body.get("load_s", 0.0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise errors.InputError("loaded: load_s must be a number") from None
     return jsonify({"loads": _state().client.note_loaded(caller.worker_id, app, model, load_s)})
 

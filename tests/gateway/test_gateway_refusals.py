@@ -213,3 +213,29 @@ def test_a_gateway_worker_whose_commit_is_refused_runs_on(live_gateway, admin, m
     assert "its commit was refused" in refused.error
     store = gw_app.extensions["nova_gateway"].store
     assert list(store.list(f"jobs/{job}/")) == [fine.result]
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/claim", '{"app": "synthetic", "attempt_ids": ["a"], "wait_ms": 1e400}'),
+    ("/v1/claim", '{"app": "synthetic", "attempt_ids": ["a"], "wait_ms": Infinity}'),
+    ("/v1/fail", '{"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1,'
+                 ' "attempt_id": "a"}, "kind": "error", "batch": 1e400}'),
+    ("/v1/fail", '{"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1e400,'
+                 ' "attempt_id": "a"}, "kind": "error"}'),
+    ("/v1/loaded", '{"app": "synthetic", "model": "m", "load_s": 1' + "0" * 400 + "}"),
+    ("/v1/renew", '{"leases": [["j:0", 1e400, "a"]]}'),
+    ("/v1/register", '{"fields": {}, "apps": ["synthetic"], "bench": {"synthetic":'
+                     ' {"bench_s": NaN}}}'),
+])
+def test_numbers_that_do_not_fit_are_400_not_a_traceback(served, make_token, caplog, path,
+                                                         body):
+    """Numbers JSON can carry but Python cannot convert (1e400 is infinity, an integer of
+    401 digits overflows a float) and NaN/Infinity (not JSON) are refused as input."""
+    gw = served.test_client()
+    token = make_token("numbers")
+    wid = join(gw, token)
+    caplog.set_level(logging.DEBUG)
+    res = gw.post(path, data=body, headers={**auth(token, wid),
+                                            "Content-Type": "application/json"})
+    assert res.status_code == 400 and res.json["kind"] == "input", res.data
+    assert not [r for r in caplog.records if r.exc_info]
