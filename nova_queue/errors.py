@@ -180,6 +180,16 @@ class ModelNotFoundError(AppError):
     """A model could not be found locally and cannot be downloaded."""
 
 
+#: What a commit call (``complete``, ``complete_and_claim``, ``complete_batch``) raises only
+#: when the commit wrote nothing: the fence refused it (stale, cancelled), its task is gone,
+#: or an argument was refused before the script wrote (``BAD_INPUT``; the claim half of
+#: ``complete_claim`` is checked before the commit). No task points at the refused
+#: attempt's own result key then, so its object may be deleted. Any other error (Redis
+#: unreachable, a script error after the commit held) leaves the outcome unknown.
+COMMIT_REFUSALS: tuple[type[NovaError], ...] = (StaleResultError, TaskNotFoundError,
+                                                InputError)
+
+
 _STALE_REASONS = {
     NOT_LEASED: "task is not leased",
     WRONG_WORKER: "task is leased by another worker",

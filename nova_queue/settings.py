@@ -105,6 +105,11 @@ class Settings:
     web_proxy_hops: int = 0
     #: Largest request (prompt upload) the gallery accepts. Env ``NOVA_WEB_MAX_UPLOAD_BYTES``.
     web_max_upload_bytes: int = 2 * 1024 * 1024
+    #: Live WebSockets one gallery process holds at once (8 per client address); each reads
+    #: the event stream through a pool of its own of this many Redis connections, so pages
+    #: keep theirs. Past it a socket is refused (503) and the page polls.
+    #: Env ``NOVA_WEB_LIVE_SOCKETS``.
+    web_live_sockets: int = 64
     #: Largest prompts input ``nova-queue enqueue`` reads (file or stdin), in bytes; more is
     #: refused unread. Env ``NOVA_MAX_PROMPT_BYTES`` (``enqueue --max-bytes``).
     max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
@@ -136,6 +141,12 @@ class Settings:
     #: Requests one token may make through the gateway per minute (429 + Retry-After above).
     #: Env ``NOVA_GATEWAY_RATE_PER_MIN``.
     gateway_rate_per_min: int = 6000
+    #: Connections the gateway (on waitress) keeps open from one client address (an IPv6
+    #: one by its /64); more are answered 503 and closed. Behind a proxy every connection
+    #: comes from the proxy: raise it above the proxy's connections to the gateway (about
+    #: two per worker), or 0 (no cap) and let the proxy limit each client.
+    #: Env ``NOVA_GATEWAY_CONNECTIONS_PER_CLIENT``.
+    gateway_connections_per_client: int = 200
 
     def __post_init__(self) -> None:
         check_namespace(self.namespace)
@@ -153,6 +164,8 @@ class Settings:
             raise ConfigError("max attempts must be at least 1")
         if self.web_max_upload_bytes < 1024:
             raise ConfigError("web max upload bytes must be at least 1024")
+        if not 1 <= self.web_live_sockets <= 10_000:
+            raise ConfigError("web live sockets must be from 1 to 10000")
         if self.max_prompt_bytes < 1:
             raise ConfigError("max prompt bytes must be at least 1")
         if not 0 < self.ema_alpha <= 1:
@@ -178,6 +191,8 @@ class Settings:
                               "minute at least 1")
         if not 1 <= self.gateway_timeout_s <= 3600:
             raise ConfigError("gateway timeout must be from 1 to 3600 s")
+        if self.gateway_connections_per_client < 0:
+            raise ConfigError("gateway connections per client must be 0 (no cap) or more")
 
 
     @property

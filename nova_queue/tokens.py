@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 
 from nova_queue.errors import InputError
-from nova_queue.keys import APP_NAME_RE
+from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE
 
 #: Token names: part of the worker ids the gateway gives (``<name>.<12 hex>``).
 TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
@@ -141,5 +141,6 @@ def revoke(client, name: str) -> tuple[str, int]:
     pipe.delete(keys.token(token_digest))
     pipe.hdel(keys.tokens(), name)
     pipe.execute()
-    released = client.deregister_worker(worker) if worker else 0
-    return worker, released
+    if not WORKER_ID_RE.match(worker):  # none, or a field forged by hand: no worker of ours
+        return "", 0
+    return worker, client.deregister_worker(worker)

@@ -4,7 +4,10 @@ client in the worker (``nova_queue.workers.link``): one definition on both sides
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 from collections.abc import Mapping
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from nova_queue.errors import InputError
@@ -13,6 +16,63 @@ from nova_queue.models import ClaimResult, Lease, RenewResult
 
 #: The lease fields a fenced call (complete, fail, upload) sends back.
 FENCE_FIELDS = ("task_id", "app", "lease_gen", "attempt_id")
+#: A commit's body: the commit's JSON (its length in :data:`COMMIT_LENGTH_HEADER`), then the
+#: result's bytes; :data:`COMMIT_TASK_HEADER` names the lease's task, so the gateway reads
+#: its holder with the token before it parses anything (a hint: nothing is trusted from it).
+COMMIT_TYPE = "application/x-nova-commit"
+COMMIT_LENGTH_HEADER = "X-Nova-Commit-Length"
+COMMIT_TASK_HEADER = "X-Nova-Task"
+#: Deepest nesting of arrays and objects a request's JSON may have (the protocol's values
+#: nest 3 deep; Python's parser recurses once per level and gives up near 1,000).
+MAX_JSON_DEPTH = 32
+_JSON_NESTING = re.compile(r'["\[\]{}]')
+
+
+def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
+    """``raw`` parsed as a JSON object, or InputError naming ``what``: not UTF-8, not JSON
+    (``NaN`` and ``Infinity`` included), not an object, or nested deeper than
+    :data:`MAX_JSON_DEPTH` (checked before parsing)."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise InputError(f"{what}: not UTF-8") from None
+    if _too_deep(text):
+        raise InputError(f"{what}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        value = json.loads(text, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        raise InputError(f"{what}: not valid JSON") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{what}: expected a JSON object")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    """``NaN`` and ``Infinity``, which Python's parser takes and JSON does not: refused."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def _too_deep(text: str) -> bool:
+    """Whether arrays and objects nest deeper than MAX_JSON_DEPTH outside strings: one
+    pass over brackets and quotes (strings skipped by the json module's own scanner)."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth, pos = 0, 0
+    while (found := _JSON_NESTING.search(text, pos)) is not None:
+        pos = found.end()
+        char = found.group()
+        if char == '"':
+            try:
+                pos = scanstring(text, pos)[1]
+            except ValueError:  # an unterminated string: json.loads refuses the text
+                return False
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
 
 
 def lease_to_json(lease: Lease) -> dict[str, Any]:
@@ -61,7 +121,7 @@ def fenced_lease(d: object) -> Lease:
         tid, app = str(d["task_id"]), str(d["app"])
         gen, attempt_id = int(d["lease_gen"]), str(d["attempt_id"])
         job, index = split_task_id(tid)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise InputError(f"lease: needs {', '.join(FENCE_FIELDS)}") from None
     if not job or not ATTEMPT_ID_RE.match(attempt_id) or not 0 < gen < 2**53:
         raise InputError("lease: invalid task id, lease_gen or attempt id")

@@ -57,8 +57,10 @@ def run_demo(prompts: int, workers: int) -> tuple[Demo, str, int]:
     return demo, job, recovered[0]
 
 
-def screenshot(url: str, task_index: int, out: Path, chromium: str) -> None:
-    """The job page from the top down to the row of ``task_index``, as a PNG."""
+def screenshot(url: str, task_index: int, out: Path, chromium: str, token: str) -> None:
+    """The job page from the top down to the row of ``task_index``, as a PNG, in a session
+    unlocked with the demo's ``token`` (only such a session gets live updates over a
+    WebSocket from a gallery with a token)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -66,6 +68,9 @@ def screenshot(url: str, task_index: int, out: Path, chromium: str) -> None:
         try:
             page = browser.new_page(viewport=VIEWPORT)
             page.goto(url)
+            page.fill('form.unlock input[name="token"]', token)
+            with page.expect_navigation():  # back to the job page, unlocked
+                page.click("form.unlock button")
             card = page.locator(f"#task-{task_index}").bounding_box()
             if card is None:
                 raise SystemExit(f"error: task {task_index} is not on the gallery page")
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no Chromium at {args.chromium} (apt-get install chromium)")
     demo, job, recovered = run_demo(args.prompts, args.workers)
     try:
-        screenshot(demo.gallery_url(), recovered, args.out, args.chromium)
+        screenshot(demo.gallery_url(), recovered, args.out, args.chromium, demo.token)
     finally:
         demo.stop()
     print(f"wrote {args.out} (job {job}, task {recovered} recovered after a worker was lost)")

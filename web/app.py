@@ -6,7 +6,8 @@ web fields ``NOVA_WEB_SECRET`` (signs session cookies; **several web replicas be
 address must share one**), ``NOVA_WEB_ALLOWED_ORIGINS`` (extra WebSocket origins),
 ``NOVA_WEB_TRUSTED_HOSTS`` (host allow-list against DNS rebinding; when empty and the app
 listens on a loopback address, only loopback names), ``NOVA_WEB_PROXY_HOPS`` (trusted
-``X-Forwarded-*`` headers) and ``NOVA_WEB_MAX_UPLOAD_BYTES``.
+``X-Forwarded-*`` headers), ``NOVA_WEB_MAX_UPLOAD_BYTES`` and ``NOVA_WEB_LIVE_SOCKETS``
+(live sockets held at once: ``sockets.py``).
 
 All state lives in Redis, so the process can restart at any time. ``serve`` runs
 werkzeug's threaded server (one thread per connection; a WebSocket holds one); for more
@@ -47,6 +48,7 @@ from nova_queue.web import (
     metrics,
     results,
     security,
+    sockets,
     views_events,
     views_failed,
     views_jobs,
@@ -126,6 +128,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *,
     sock.init_app(app)
     security.init_app(app)
     auth.init_app(app)
+    sockets.init_app(app)
     forms.init_app(app)
     app.jinja_env.filters.update(seconds=fmt_seconds, bytes=fmt_bytes, backend=backend_label)
     for module in (views_jobs, views_workers, views_owners, views_events, views_failed, api, live,

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import logging
 import math
 import secrets
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, current_app, g, render_template, request, session
 
+from nova_queue.clientaddr import client_name
 from nova_queue.web.extensions import nova
 from nova_queue.web.security import WriteDenied, check_csrf
 
@@ -94,17 +96,9 @@ def lock_session() -> None:
 
 
 def client_address() -> str:
-    """The rate limit's name for the client: its IP address, an IPv6 one by its /64."""
-    raw = request.remote_addr or ""
-    try:
-        ip = ipaddress.ip_address(raw)
-    except ValueError:
-        return "other-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return f"{ipaddress.IPv6Network((ip, 64), strict=False).network_address}/64"
-    return str(ip)
+    """The rate limit's name for the client: its IP address, an IPv6 one by its /64
+    (:func:`nova_queue.clientaddr.client_name`)."""
+    return client_name(request.remote_addr or "")
 
 
 def _count_attempt(client: str) -> None:
@@ -157,7 +151,35 @@ def denied(exc: WriteDenied) -> Any:
             exc.status, exc.headers)
 
 
+#: Headers a reverse proxy adds; seen while NOVA_WEB_PROXY_HOPS is 0, they mean that every
+#: client behind the proxy has the proxy's address.
+PROXY_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
+
+
+def _warn_if_proxied() -> Callable[[], None]:
+    """before_request: the first request that carries a proxy's header while
+    ``NOVA_WEB_PROXY_HOPS`` is 0 logs one warning naming the setting (the unlock rate limit
+    and the live-socket caps would count every client behind the proxy as one)."""
+    warned = threading.Event()
+
+    def check() -> None:
+        if warned.is_set() or not any(h in request.headers for h in PROXY_HEADERS):
+            return
+        warned.set()
+        log.warning("requests carry %s but NOVA_WEB_PROXY_HOPS is 0: behind a reverse proxy "
+                    "every client has the proxy's address, so one client can use up the web "
+                    "token's unlock attempts and the live sockets for everyone. Set "
+                    "NOVA_WEB_PROXY_HOPS to the number of proxies in front of the gallery "
+                    "(a client that sends the header itself also causes this warning)",
+                    "/".join(h for h in PROXY_HEADERS if h in request.headers))
+
+    return check
+
+
 def init_app(app: Flask) -> None:
-    """The ``write_enabled`` / ``is_unlocked`` / ``TOKEN_FIELD`` template globals."""
+    """The ``write_enabled`` / ``is_unlocked`` / ``TOKEN_FIELD`` template globals, and the
+    warning of a proxy in front while ``NOVA_WEB_PROXY_HOPS`` is 0."""
     app.jinja_env.globals.update(write_enabled=write_enabled, is_unlocked=is_unlocked,
                                  TOKEN_FIELD=TOKEN_FIELD)
+    if not app.config["NOVA_SETTINGS"].web_proxy_hops:
+        app.before_request(_warn_if_proxied())

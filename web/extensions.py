@@ -1,6 +1,6 @@
 """Extensions created at module level and bound with ``init_app``: flask-sock and the
-nova-queue clients (a NovaClient and a lazily opened result store) kept in
-``app.extensions["nova"]``."""
+nova-queue clients (a NovaClient, the live sockets' own NovaClient and a lazily opened
+result store) kept in ``app.extensions["nova"]``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from flask_sock import Sock
 
 from nova_queue import protocol
 from nova_queue.client import NovaClient
+from nova_queue.connection import connect
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 
@@ -22,15 +23,28 @@ PROTOCOL_CHECK_S = 30.0
 
 
 class NovaState:
-    """The shared clients of one app: one NovaClient, one result store (opened on first use)."""
+    """The shared clients of one app: one NovaClient for pages, one for the live sockets
+    and one result store (those two opened on first use)."""
 
     def __init__(self, settings: Settings, client: NovaClient | None = None,
                  store: ResultStore | None = None):
         self.settings = settings
         self.client = client or NovaClient.from_settings(settings)
         self._store = store
+        self._live: NovaClient | None = None
         self._lock = threading.Lock()
         self._protocol_ok_at: float | None = None
+
+    @property
+    def live_client(self) -> NovaClient:
+        """The live sockets' client (``web/sockets.py``): a pool of its own, of
+        ``NOVA_WEB_LIVE_SOCKETS`` connections, so their blocking reads never take a page's."""
+        with self._lock:
+            if self._live is None:
+                self._live = NovaClient(connect(self.settings.redis_url,
+                                                max_connections=self.settings.web_live_sockets),
+                                        settings=self.settings)
+            return self._live
 
     @property
     def store(self) -> ResultStore:
@@ -53,6 +67,8 @@ class NovaState:
     def close(self) -> None:
         """Release connections."""
         self.client.close()
+        if self._live is not None:
+            self._live.close()
         if self._store is not None:
             self._store.close()
 

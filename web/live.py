@@ -7,8 +7,10 @@
 - ``/api/live/workers``: the workers page's view (host groups and app warnings).
 
 Each socket sends the snapshot (or the catch-up delta) first, then blocks on the Redis
-event stream (``XREAD BLOCK``) and sends a delta for each batch that concerns it. The
-handshake is refused with 403 unless the Origin is allowed (see ``security.py``).
+event stream (``XREAD BLOCK``) and sends a delta for each batch that concerns it, all
+through the sockets' own Redis client (``NovaState.live_client``). The handshake is
+refused with 403 unless the Origin is allowed (see ``security.py``), and then as
+``sockets.py`` says (the session a token asks for, the caps).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import logging
 from typing import Any
 
 import redis
-from flask import Blueprint, abort, jsonify, request, url_for
+from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
 from nova_queue.errors import JobNotFoundError
-from nova_queue.web.extensions import nova, sock
+from nova_queue.web import sockets
+from nova_queue.web.extensions import nova, sock, state_of
 from nova_queue.web.livefeed import EventsFeed, JobFeed
 from nova_queue.web.present import app_warnings, host_groups
 from nova_queue.web.security import check_origin
@@ -51,14 +54,23 @@ def window_start() -> int:
 
 
 @bp.before_request
-def _refuse_foreign_origins() -> None:
-    if request.path.startswith("/ws/") and not check_origin():
+def _admit_sockets() -> Any:
+    """A WebSocket handshake: its Origin first, then its session and the caps."""
+    if not request.path.startswith("/ws/"):
+        return None
+    if not check_origin():
         log.warning("refused WebSocket from origin %r", request.headers.get("Origin"))
         abort(403, "WebSocket origin not allowed")
+    return sockets.admit()
+
+
+def _live_client():
+    """The sockets' own client: its pool is not the pages' (``sockets.py``)."""
+    return state_of(current_app).live_client
 
 
 def _pump(ws: Any, first: dict[str, Any], feed: JobFeed | EventsFeed) -> None:
-    client = nova.client
+    client = _live_client()
     ws.send(json.dumps(first))
     last = first["last_id"]
     while ws.connected:
@@ -94,13 +106,13 @@ def _serve(ws: Any, feed: JobFeed | EventsFeed) -> None:
 @sock.route("/ws/jobs/<job_id>", bp=bp)
 def job_socket(ws: Any, job_id: str) -> None:
     """One job's snapshot, then deltas."""
-    _serve(ws, JobFeed(nova.client, job_id, result_url, start=window_start()))
+    _serve(ws, JobFeed(_live_client(), job_id, result_url, start=window_start()))
 
 
 @sock.route("/ws/events", bp=bp)
 def events_socket(ws: Any) -> None:
     """The timeline (and recent jobs), then deltas."""
-    _serve(ws, EventsFeed(nova.client, request.args.get("job")))
+    _serve(ws, EventsFeed(_live_client(), request.args.get("job")))
 
 
 @bp.get("/api/live/jobs/<job_id>")

@@ -19,7 +19,7 @@ import redis
 
 from nova_queue.batch_calls import BatchCommit
 from nova_queue.client import NovaClient
-from nova_queue.errors import StaleResultError, TaskNotFoundError
+from nova_queue.errors import AccessDeniedError, InputError, StaleResultError, TaskNotFoundError
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.workers.claims import NextClaim
 
@@ -33,7 +33,9 @@ COMMIT_RETRY_INTERVAL_S = 1.0
 
 @dataclasses.dataclass(frozen=True)
 class Commit:
-    """How a commit ended: ``committed``, ``stale`` (rejected) or ``unknown``."""
+    """How a commit ended: ``committed``, ``stale`` (the fence refused it: the lease is gone),
+    ``refused`` (an argument was refused before anything was written; through a gateway,
+    also a call it denies: the lease is still held) or ``unknown``."""
 
     state: str
     claimed: ClaimResult | None = None
@@ -77,6 +79,8 @@ class Committer:
             return self._retrying(send, r.lease.task_id)
         except StaleResultError as exc:
             return Commit("stale", error=str(exc))
+        except (InputError, AccessDeniedError) as exc:
+            return Commit("refused", error=str(exc))
 
     def many(self, ready: Sequence[Ready], plan: NextClaim | None) -> list[Commit]:
         """Commit a run's results in one ``complete_batch`` call (with ``plan``'s claim);
@@ -93,7 +97,13 @@ class Committer:
             return out
 
         what = f"{len(ready)} results ({ready[0].lease.task_id} ...)"
-        got = self._retrying(send, what)
+        try:
+            got = self._retrying(send, what)
+        except InputError as exc:  # refused whole for one commit: each alone, so only it is
+            log.warning("the commit of %s was refused (%s); committing them one by one",
+                        what, exc)
+            return [self.one(r, plan if i == len(ready) - 1 else None)
+                    for i, r in enumerate(ready)]
         return [got] * len(ready) if isinstance(got, Commit) else got
 
     def _retrying(self, send: Callable[[], Any], what: str) -> Any:

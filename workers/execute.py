@@ -6,10 +6,10 @@ client, a run's results wait (at most :data:`MAX_HOLD_S`, at most 64) and go in 
 ``complete_batch`` call; a single result (or any through a gateway link) goes through
 ``complete``. The run's last call also claims the next tasks in the same round trip
 (:class:`~nova_queue.workers.claims.Claims` says for which app, with which attempt ids), and
-:class:`RunOutcome` hands their leases back. A commit rejected as stale deletes its orphan
-object; one whose outcome is unknown (Redis unreachable for ``COMMIT_RETRY_S``, or a stop
-while retrying) never deletes anything, so no committed task can point at a missing
-object, and a lost lease is left to expiry.
+:class:`RunOutcome` hands their leases back. A commit rejected as stale or refused (its task
+then fails) deletes its orphan object; one whose outcome is unknown (Redis unreachable for
+``COMMIT_RETRY_S``, or a stop while retrying) never deletes anything, so no committed task
+can point at a missing object, and a lost lease is left to expiry.
 """
 
 from __future__ import annotations
@@ -296,7 +296,7 @@ class Executor:
             return
         plan = (run.next_claim(run.outcome.committed)
                 if run.next_claim is not None and lease.task_id == run.last_task else None)
-        self._settle(run, key, plan, self.committer.one(ready, plan))
+        self._settle(run, ready, plan, self.committer.one(ready, plan))
         self.heartbeat.drop(lease)
 
     def _flush(self, run: _Run, *, last: bool) -> None:
@@ -310,7 +310,7 @@ class Executor:
         commits = (self.committer.many(ready, plan) if len(ready) > 1
                    else [self.committer.one(ready[0], plan)])
         for i, (r, commit) in enumerate(zip(ready, commits, strict=True)):
-            self._settle(run, r.key, plan if i == len(ready) - 1 else None, commit)
+            self._settle(run, r, plan if i == len(ready) - 1 else None, commit)
             self.heartbeat.drop(r.lease)
 
     def _upload(self, run: _Run, lease: Lease, output: TaskOutput) -> str | None:
@@ -364,25 +364,25 @@ class Executor:
                           bytes=str(len(output.data)))
         return provenance
 
-    def _settle(self, run: _Run, key: str, plan: NextClaim | None, commit: Commit) -> None:
-        """Count the commit; keep what it claimed; delete the object of a rejected one; a
-        claim whose outcome is unknown stays in doubt (its object is kept)."""
+    def _settle(self, run: _Run, r: Ready, plan: NextClaim | None, commit: Commit) -> None:
+        """Count the commit; keep what it claimed; a stale or refused one deletes its object
+        (its attempt's own), a refused one fails its task; one in doubt keeps its object."""
         if commit.state == "committed":
             run.outcome.committed += 1
             if plan is not None and commit.claimed is not None:
                 run.outcome.claimed = (plan.app, commit.claimed)
-        elif commit.state == "stale":
-            log.warning("%s; deleting orphan %s", commit.error, key)
-            run.outcome.stale += 1
-            self._delete_orphan(key)
+        elif commit.state in ("stale", "refused"):
+            log.warning("%s; deleting orphan %s", commit.error, r.key)
+            try:
+                self.store.delete(r.key)
+            except StoreError as exc:
+                log.warning("could not delete orphan %s: %s", r.key, exc)
+            if commit.state == "stale":
+                run.outcome.stale += 1
+            else:
+                self._fail(run, r.lease, "error", f"its commit was refused: {commit.error}")
         else:
             run.outcome.in_doubt = plan
-
-    def _delete_orphan(self, key: str) -> None:
-        try:
-            self.store.delete(key)
-        except StoreError as exc:
-            log.warning("could not delete orphan %s: %s", key, exc)
 
     def _fail(self, run: _Run, lease: Lease, kind: str, message: str, *, batch: int = 1) -> None:
         self.heartbeat.drop(lease)

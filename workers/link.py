@@ -50,10 +50,12 @@ RATE_RETRIES = 5
 MAX_RETRY_AFTER_S = 30.0
 #: Results kept for commits not yet sent; past it the oldest (a commit given up) goes.
 MAX_STAGED = 64
-#: A commit's body: the commit's JSON (its length in the header), then the result's bytes
-#: (the gateway's ``results.RAW_TYPE`` and ``results.HEAD_HEADER``).
-RAW_COMMIT_TYPE = "application/x-nova-commit"
-COMMIT_LENGTH_HEADER = "X-Nova-Commit-Length"
+#: A commit's body: the commit's JSON (its length in the header), then the result's bytes;
+#: its task id in a header, so the gateway checks the token before parsing the body
+#: (``nova_queue.wire``, as the gateway's ``results.py`` reads them).
+RAW_COMMIT_TYPE = wire.COMMIT_TYPE
+COMMIT_LENGTH_HEADER = wire.COMMIT_LENGTH_HEADER
+COMMIT_TASK_HEADER = wire.COMMIT_TASK_HEADER
 
 
 class GatewayUnreachable(redis.ConnectionError):
@@ -245,7 +247,8 @@ class GatewayLink:
                            "metadata": meta}).encode()
         try:
             res = self._post("/v1/complete", data=head + data, headers={
-                "Content-Type": RAW_COMMIT_TYPE, COMMIT_LENGTH_HEADER: str(len(head))})
+                "Content-Type": RAW_COMMIT_TYPE, COMMIT_LENGTH_HEADER: str(len(head)),
+                COMMIT_TASK_HEADER: body["lease"]["task_id"]})
         except errors.StaleResultError:
             self.unstage(body["key"])
             raise

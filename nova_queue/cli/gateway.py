@@ -52,8 +52,9 @@ def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
                    "is not shown again)", err=True)
         return
     worker, released = token_store.revoke(client, name)
-    click.echo(f"revoked token {name!r}" + (f"; worker {worker} deregistered, {released} "
-                                            "lease(s) back in the queue" if worker else ""))
+    click.echo(f"revoked token {name!r}" + (f"; worker {visible(worker)} deregistered, "
+                                            f"{released} lease(s) back in the queue"
+                                            if worker else ""))
 
 
 def _list(found, as_json: bool) -> None:

@@ -293,8 +293,8 @@ def cancel(ctx: Context, job_id: str) -> None:
     client = ctx.client()
     client.cancel(job_id)
     st = client.job(job_id, with_tasks=False)
-    click.echo(f"cancelled job {job_id}: {st.cancelled} task(s) cancelled, {st.done} done, "
-               f"{st.leased} still running (their results will be rejected)")
+    click.echo(f"cancelled job {visible(job_id)}: {st.cancelled} task(s) cancelled, "
+               f"{st.done} done, {st.leased} still running (their results will be rejected)")
 
 
 @click.command("load-scripts")

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 
 import click
 
 from nova_queue.cli.base import Context, fail, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import Duration
-from nova_queue.cli.text import visible
-from nova_queue.errors import JobExpiredError, NovaError, StoreError
+from nova_queue.cli.text import safe_json, visible
+from nova_queue.errors import (
+    InvalidStateError,
+    JobExpiredError,
+    JobNotFoundError,
+    NovaError,
+    StoreError,
+)
+from nova_queue.keys import JOB_ID_RE
 from nova_queue.limits import MAX_RETENTION_S
 from nova_queue.models import FINISHED_STATES
+
+#: Entries of the retention index that are not job ids shown one by one; then a count.
+SKIPPED_SHOWN = 20
 
 
 @click.command()
@@ -33,30 +44,51 @@ def purge(ctx: Context, job_ids: tuple[str, ...], older_than_s: int | None, resu
           dry_run: bool, as_json: bool) -> None:
     """Delete finished jobs from Redis now, whatever their retention: each job, its tasks and
     index entries (the gallery and status then say 'expired'). Results in the store stay
-    unless --results. A job that has not finished is refused: cancel it first.
+    unless --results. A job that has not finished is refused: cancel it first. With
+    --older-than, an index entry that is not a job id, or a job Redis refuses, is reported
+    and skipped.
     """
     if bool(job_ids) == (older_than_s is not None):
         fail("give JOB ids or --older-than AGE (one of the two)")
     client = ctx.client()
+    skipped: list[str] = []
     if job_ids:
         _check_finished(client, job_ids, results)
         chosen = list(dict.fromkeys(job_ids))
     else:
-        chosen = list(client.finished_before(client.server_time_ms() - 1000 * older_than_s))
+        found = client.finished_before(client.server_time_ms() - 1000 * older_than_s)
+        chosen = _job_ids(found, skipped)
     if dry_run:
         for job_id in chosen:
-            click.echo(job_id)
+            click.echo(visible(job_id))
         click.echo(f"{len(chosen)} job(s) would be purged", err=True)
         return
     store = ctx.store() if results else None
-    done = [_purge_one(client, store, job_id) for job_id in chosen]
+    done = [row for job_id in chosen
+            if (row := _purge_one(client, store, job_id, skip=not job_ids)) is not None]
     if as_json:
-        click.echo(json.dumps({"purged": done}))
+        click.echo(safe_json({"purged": done, **({"skipped": skipped} if skipped else {})}))
         return
     for row in done:
         objects = f", {row['objects']} object(s) of the store" if store is not None else ""
-        click.echo(f"purged {row['job_id']}: {row['tasks']} task(s){objects}")
+        click.echo(f"purged {visible(row['job_id'])}: {row['tasks']} task(s){objects}")
     click.echo(f"{len(done)} job(s) purged", err=True)
+
+
+def _job_ids(found: Iterable[str], skipped: list[str]) -> list[str]:
+    """The job ids among ids read from the retention index; any other entry (an index a
+    worker credential can ZADD to) is not a job: it goes to ``skipped``, reported on
+    stderr (escaped), and the purge goes on."""
+    ids = []
+    for job_id in found:
+        (ids if JOB_ID_RE.match(job_id) else skipped).append(job_id)
+    for bad in skipped[:SKIPPED_SHOWN]:
+        click.echo(f"warning: skipped '{visible(bad)}' in the retention index: not a job id",
+                   err=True)
+    if len(skipped) > SKIPPED_SHOWN:
+        click.echo(f"warning: skipped {len(skipped) - SKIPPED_SHOWN} more entries that are "
+                   "not job ids", err=True)
+    return ids
 
 
 def _check_finished(client, job_ids: tuple[str, ...], results: bool) -> None:
@@ -74,16 +106,25 @@ def _check_finished(client, job_ids: tuple[str, ...], results: bool) -> None:
                             "is purged (cancel it first); nothing was deleted")
 
 
-def _purge_one(client, store, job_id: str) -> dict[str, object]:
-    """Redis first (it refuses a job that runs), then the store."""
+def _purge_one(client, store, job_id: str, *, skip: bool = False) -> dict[str, object] | None:
+    """Redis first (it refuses a job that runs), then the store. With ``skip`` (jobs found
+    by age), a job Redis refuses (gone meanwhile, or not finished after all: its fields
+    were forged) is reported and skipped (None), not the end of the purge."""
     from nova_queue.retention import delete_results
 
     try:
         tasks = client.purge(job_id)
     except JobExpiredError:
         if store is None:
+            if skip:
+                return None  # the retention sweep took it meanwhile
             raise
         tasks = 0  # gone from Redis already; its objects may not be
+    except (JobNotFoundError, InvalidStateError) as exc:
+        if not skip:
+            raise
+        click.echo(f"warning: skipped job {visible(job_id)}: {visible(exc)}", err=True)
+        return None
     if store is None:
         return {"job_id": job_id, "tasks": tasks}
     try:

@@ -44,7 +44,7 @@ def quarantine(ctx: Context, action: str, worker: str | None, reason: str,
                                   cooldown_s=cooldown_s)
     said = {"quarantined": "quarantined", "released": "released",
             "unchanged": "already quarantined" if action == "add" else "was not quarantined"}
-    click.echo(f"{visible(w.name)} ({w.worker_id}): {said[state]}")
+    click.echo(f"{visible(w.name)} ({visible(w.worker_id)}): {said[state]}")
 
 
 def _list(client) -> None:
@@ -54,8 +54,9 @@ def _list(client) -> None:
         click.echo("no worker is quarantined")
     for w in found:
         wait = max(0, (w.quarantine_until_ms or now_ms) - now_ms) / 1000
-        click.echo(f"{visible(w.name)} ({w.worker_id}) {'alive' if w.alive else w.state}, "
-                   f"probe in {wait:.0f} s: {visible(w.quarantine_reason)}")
+        click.echo(f"{visible(w.name)} ({visible(w.worker_id)}) "
+                   f"{'alive' if w.alive else visible(w.state)}, probe in {wait:.0f} s: "
+                   f"{visible(w.quarantine_reason)}")
 
 
 def find_worker(workers: list[WorkerInfo], key: str) -> WorkerInfo:
@@ -68,5 +69,5 @@ def find_worker(workers: list[WorkerInfo], key: str) -> WorkerInfo:
         return named[0]
     if named:
         raise InputError(f"{len(named)} workers are named {visible(key)!r}; give its id "
-                         f"({', '.join(w.worker_id for w in named[:5])})")
+                         f"({visible(', '.join(w.worker_id for w in named[:5]))})")
     raise InputError(f"no worker {visible(key)!r} (see 'nova-queue workers --all')")

@@ -66,8 +66,8 @@ def results(ctx: Context, job_id: str, out_dir: str) -> None:
     if got.unknown_count > len(got.unknown):
         click.echo(f"warning: skipped {got.unknown_count - len(got.unknown)} more unknown "
                    "objects", err=True)
-    click.echo(f"wrote {got.written} result(s) and {got.artifacts} artifact(s) of job {job_id} "
-               f"to {out}")
+    click.echo(f"wrote {got.written} result(s) and {got.artifacts} artifact(s) of job "
+               f"{visible(job_id)} to {out}")
     if not got.artifacts:
         click.echo(f"note: {no_artifacts_note(st)}", err=True)
     if got.missing or got.rejected:

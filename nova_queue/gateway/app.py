@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from flask import Flask, jsonify
-from werkzeug.exceptions import HTTPException
+from flask import Flask, current_app, jsonify, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from nova_queue import errors
 from nova_queue.client import NovaClient
@@ -92,8 +92,17 @@ def create_app(test_config: dict[str, Any] | None = None, *, settings: Settings 
     store = store or open_store(settings.resolved_store_url)
     app.extensions["nova_gateway"] = GatewayState(settings, client, store)
     app.register_blueprint(routes.bp)
+    app.before_request(_refuse_oversized)
     _register_errors(app)
     return app
+
+
+def _refuse_oversized() -> None:
+    """A body its length says is over the limit is 413 before its token is checked, as
+    waitress answers it before the app runs (werkzeug's server would let the app run)."""
+    limit = current_app.config["MAX_CONTENT_LENGTH"]
+    if limit is not None and (request.content_length or 0) > limit:
+        raise RequestEntityTooLarge()
 
 
 def _register_errors(app: Flask) -> None:
@@ -134,9 +143,14 @@ def _register_errors(app: Flask) -> None:
 #: else werkzeug's threaded one (the one ``nova-queue web`` runs).
 SERVERS = ("waitress", "werkzeug")
 #: waitress: requests served at once (a claim's long poll holds one for up to 10 s) and
-#: connections kept open (each worker thread keeps one alive).
+#: connections kept open (each worker thread keeps one alive; one client keeps at most
+#: ``NOVA_GATEWAY_CONNECTIONS_PER_CLIENT``: ``connections.py``).
 DEFAULT_THREADS = 64
 CONNECTION_LIMIT = 1000
+#: waitress closes a connection idle this long (no request in progress, nothing received;
+#: its default is 120 s), looking every CLEANUP_INTERVAL_S; a worker's link reconnects.
+CHANNEL_TIMEOUT_S = 30
+CLEANUP_INTERVAL_S = 10
 
 
 def default_server() -> str:
@@ -173,13 +187,25 @@ def _serve_waitress(app: Flask, host: str, port: int, on_ready: Callable[[int], 
                     close: Callable[[], None], threads: int) -> None:
     """waitress: HTTP/1.1 keep-alive (werkzeug's server closes every connection), a fixed
     pool of ``threads``; it buffers a request's body before the app runs, up to the app's
-    size limit (413 above, before the app sees it)."""
+    size limit (413 above, before the app sees it); idle connections close after
+    CHANNEL_TIMEOUT_S, and one client keeps at most NOVA_GATEWAY_CONNECTIONS_PER_CLIENT."""
     from waitress.server import create_server
+
+    from nova_queue.gateway.connections import capped_channel
 
     server = create_server(app, host=host, port=port, threads=threads,
                            connection_limit=CONNECTION_LIMIT, ident="nova-queue-gateway",
+                           channel_timeout=CHANNEL_TIMEOUT_S,
+                           cleanup_interval=CLEANUP_INTERVAL_S,
                            clear_untrusted_proxy_headers=True,
                            max_request_body_size=app.config["MAX_CONTENT_LENGTH"])
+    per_client = app.config["NOVA_SETTINGS"].gateway_connections_per_client
+    if per_client:
+        channel = capped_channel(per_client)
+        # create_server gives one server, or one per address a host name resolves to
+        for each in [server, *(getattr(server, "map", None) or {}).values()]:
+            if hasattr(each, "active_channels"):
+                each.channel_class = channel
     if on_ready is not None:
         on_ready(server.effective_port)
     try:

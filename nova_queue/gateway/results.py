@@ -4,24 +4,29 @@ the commit.
 
 The worker's link sends a commit as one raw body (``Content-Type:`` :data:`RAW_TYPE`): the
 commit's JSON (``{"commit", "content_type", "metadata"}``, its length in the header
-:data:`HEAD_HEADER`, at most :data:`MAX_HEAD_BYTES`), then the result's bytes. The
-gateway reads the JSON first, authenticates the request and reads the lease's holder in one
-round trip (:mod:`~nova_queue.gateway.auth`), and only then the result: no multipart parse,
-and nothing of an unauthenticated body past its head. A multipart body (the commit's JSON
-in the field ``commit``, the result in the file ``data`` with ``content_type`` and
-``metadata``: what the first release's link sends) is accepted too.
+:data:`HEAD_HEADER`, at most :data:`MAX_HEAD_BYTES`), then the result's bytes, with the
+lease's task id in :data:`TASK_HEADER`. The gateway authenticates the request and reads
+that task's holder in one round trip (:mod:`~nova_queue.gateway.auth`) before it parses a
+byte of the body: no multipart parse, no JSON of an unauthenticated body. A multipart body
+(the commit's JSON in the field ``commit``, the result in the file ``data`` with
+``content_type`` and ``metadata``: what the first release's link sends) is accepted too,
+its holder read after authentication. JSON nested deeper than
+:data:`~nova_queue.wire.MAX_JSON_DEPTH` is a 400 and one log line.
 
-The commit names its lease; the gateway checks that the key is that lease's key
-(:func:`~nova_queue.keys.result_key`, the format ``complete`` enforces) and, if the calling
-worker holds that attempt now (primary or backup), writes the result before the commit
-script runs; if not, the script's fence refuses the commit (and counts it), and nothing is
-written. It reads at most
+The commit names its lease; the gateway checks everything the commit could be refused for
+that does not need the scripts (its lease, its key: that lease's key,
+:func:`~nova_queue.keys.result_key`, its numbers, metadata and next claim, the result's
+size) and only then, if the calling worker holds that attempt now (primary or backup),
+writes the result before the commit script runs; if not, the script's fence refuses the
+commit (and counts it), and nothing is written. It reads at most
 ``NOVA_GATEWAY_MAX_RESULT_BYTES`` (413 above; the body is buffered up to that limit, not
 streamed, since the store's ``put`` takes bytes) and writes it with the metadata it vouches
 for (job, task, lease generation, attempt id and worker id are the gateway's, not the
 worker's). The fencing of the data plane holds as in direct mode: keys are write-once per
-attempt, and the object of a commit the scripts reject is deleted (here by the gateway, and
-only if this worker wrote it: a forged commit cannot delete another worker's result).
+attempt, and the object of a commit the scripts refuse (the fence, an unknown task, bad
+input: :data:`~nova_queue.errors.COMMIT_REFUSALS`) is deleted, here by the gateway and only
+if this worker wrote it (a forged commit cannot delete another worker's result); a commit
+whose outcome is unknown (Redis unreachable) keeps its object.
 
 Why through the gateway rather than a presigned PUT URL handed out at claim: it works the
 same on every store (the file store has no URLs), the lease is checked before a byte is
@@ -33,13 +38,12 @@ passing through the gateway (at most the size limit per request in flight).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from typing import Any
 
 from flask import request
 
-from nova_queue import errors
+from nova_queue import errors, wire
 from nova_queue.gateway.auth import HOLDER_FIELDS, Caller
 from nova_queue.keys import RESULT_EXT_RE, result_key
 from nova_queue.models import Lease
@@ -48,60 +52,77 @@ from nova_queue.stores.base import normalize_metadata
 log = logging.getLogger(__name__)
 
 #: The content type of a raw commit: the commit's JSON, then the result's bytes.
-RAW_TYPE = "application/x-nova-commit"
+RAW_TYPE = wire.COMMIT_TYPE
 #: The header that gives the length of a raw commit's JSON, in bytes.
-HEAD_HEADER = "X-Nova-Commit-Length"
+HEAD_HEADER = wire.COMMIT_LENGTH_HEADER
+#: The header that names the commit's task (read with the token; a hint, never trusted).
+TASK_HEADER = wire.COMMIT_TASK_HEADER
 #: The longest commit JSON (the commit, content type and metadata) a commit may carry.
 MAX_HEAD_BYTES = 64 * 1024
 
 
+def parse_json(raw: bytes | str, what: str) -> dict[str, Any]:
+    """A request's JSON object (:func:`nova_queue.wire.json_object`); a refused one is a
+    400 and one log line naming the route and why (never the body)."""
+    try:
+        return wire.json_object(raw, what)
+    except errors.InputError as exc:
+        log.warning("refused %s %s: %s", request.method, request.path, exc)
+        raise
+
+
 @dataclasses.dataclass
 class Upload:
-    """A commit request: the commit's JSON (None if malformed: the error is raised after
-    the request is authenticated) and its result, read when first asked for."""
+    """A commit request: nothing of its body is parsed until :meth:`commit` is asked for
+    (after authentication); its result is read when :meth:`data` is first asked for."""
 
-    head: dict[str, Any] | None
     raw: bool
+    head: dict[str, Any] | None = None
     _data: bytes | None = None
 
     @classmethod
     def from_request(cls) -> Upload:
-        """A raw commit's JSON is read now (its head only); a multipart body is parsed when
-        :meth:`commit` is first asked for (after authentication)."""
-        if request.mimetype != RAW_TYPE:
-            return cls(None, raw=False)
-        try:
-            size = int(request.headers.get(HEAD_HEADER, ""))
-            head = (json.loads(request.stream.read(size)) if 0 < size <= MAX_HEAD_BYTES
-                    else None)
-        except ValueError:
-            head = None
-        return cls(head if isinstance(head, dict) else None, raw=True)
+        """The request's kind (raw or multipart); its body stays unread."""
+        return cls(raw=request.mimetype == RAW_TYPE)
 
-    def lease_hint(self) -> str | None:
-        """The task id the commit names, if its head names one (to read its holder with the
-        token); nothing is trusted from it."""
-        commit = self.head.get("commit") if self.head else None
-        lease = commit.get("lease") if isinstance(commit, dict) else None
-        tid = lease.get("task_id") if isinstance(lease, dict) else None
-        return tid if isinstance(tid, str) and 0 < len(tid) <= 256 else None
+    @staticmethod
+    def task_hint() -> str | None:
+        """The task id the request's header names, to read its holder with the token;
+        nothing is trusted from it (the commit's lease must name the same task)."""
+        tid = request.headers.get(TASK_HEADER, "")
+        return tid if 0 < len(tid) <= 256 else None
 
     def commit(self) -> dict[str, Any]:
-        """The commit's JSON object, or 400."""
-        if not self.raw and self.head is None and request.mimetype == "multipart/form-data":
-            try:
-                self.head = {"commit": json.loads(request.form.get("commit", "")),
-                             "content_type": request.form.get("content_type"),
-                             "metadata": json.loads(request.form.get("metadata") or "{}")}
-            except ValueError:
-                self.head = None
-        body = self.head.get("commit") if self.head else None
+        """The commit's JSON object (its head parsed once), or 400."""
+        if self.head is None:
+            self.head = self._read_raw_head() if self.raw else self._read_form()
+        body = self.head.get("commit")
         if not isinstance(body, dict):
             raise errors.InputError("complete: send the result with the commit: a raw body "
                                     f"({RAW_TYPE}: {HEAD_HEADER} bytes of JSON with a "
                                     "'commit' object, then the result) or multipart/form-data "
                                     "('commit', 'data')")
         return body
+
+    @staticmethod
+    def _read_raw_head() -> dict[str, Any]:
+        try:
+            size = int(request.headers.get(HEAD_HEADER, ""))
+        except ValueError:
+            size = 0
+        if not 0 < size <= MAX_HEAD_BYTES:
+            raise errors.InputError(f"complete: {HEAD_HEADER} must be from 1 to "
+                                    f"{MAX_HEAD_BYTES}")
+        return parse_json(request.stream.read(size), "complete: the commit's JSON")
+
+    @staticmethod
+    def _read_form() -> dict[str, Any]:
+        if request.mimetype != "multipart/form-data":
+            return {}
+        return {"commit": parse_json(request.form.get("commit", ""), "complete: 'commit'"),
+                "content_type": request.form.get("content_type"),
+                "metadata": parse_json(request.form.get("metadata") or "{}",
+                                       "complete: 'metadata'")}
 
     def data(self, limit: int) -> bytes:
         """The result's bytes (at most ``limit``: 413 above), read once."""

@@ -14,6 +14,7 @@ again when work arrives.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from typing import Any
@@ -23,8 +24,9 @@ from flask import Blueprint, current_app, jsonify, request
 from nova_queue import errors, protocol, wake, wire
 from nova_queue.gateway import results
 from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
-from nova_queue.limits import MAX_CLAIM_K
-from nova_queue.models import ClaimResult
+from nova_queue.keys import ATTEMPT_ID_RE
+from nova_queue.limits import MAX_CLAIM_K, MAX_META_BYTES, MAX_RUN_S
+from nova_queue.models import ClaimResult, Lease
 from nova_queue.placement import AUTOMATIC_LABELS, labels_from_json
 
 bp = Blueprint("gateway", __name__, url_prefix="/v1")
@@ -35,6 +37,8 @@ MAX_CLAIM_WAIT_MS = 10_000
 #: worker behind a gateway must be one its token grants.
 SELF_REPORTED = frozenset(AUTOMATIC_LABELS)
 FAIL_KINDS = ("error", "oom", "shutdown", "infra", "prepare")
+#: Largest JSON body of a call other than ``complete`` (a renewal of 512 leases is ~30 KB).
+MAX_JSON_BYTES = 1024 * 1024
 
 
 def _state():
@@ -42,16 +46,20 @@ def _state():
 
 
 def _body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise errors.InputError("expected a JSON object")
-    return body
+    """The request's JSON object (read after its token is checked), or 400; 413 past
+    :data:`MAX_JSON_BYTES`, unread."""
+    if not request.is_json:
+        raise errors.InputError("expected a JSON object (Content-Type: application/json)")
+    if (request.content_length or 0) > MAX_JSON_BYTES:
+        raise errors.ResultTooLargeError(f"a JSON body is at most {MAX_JSON_BYTES} bytes")
+    return results.parse_json(request.get_data(), "the request's JSON")
 
 
 def _ids(raw: object) -> list[str]:
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_CLAIM_K:
-        raise errors.InputError(f"attempt_ids: a list of 1 to {MAX_CLAIM_K} ids")
-    return [str(x) for x in raw]
+    if (not isinstance(raw, list) or not 1 <= len(raw) <= MAX_CLAIM_K
+            or not all(isinstance(x, str) and ATTEMPT_ID_RE.match(x) for x in raw)):
+        raise errors.InputError(f"attempt_ids: a list of 1 to {MAX_CLAIM_K} attempt ids")
+    return raw
 
 
 def _app(caller: Caller, app: object) -> str:
@@ -129,7 +137,7 @@ def claim() -> Any:
     app, ids = _app(caller, body.get("app")), _ids(body.get("attempt_ids"))
     try:
         wait_ms = max(0, min(int(body.get("wait_ms") or 0), MAX_CLAIM_WAIT_MS))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise errors.InputError("claim: wait_ms must be a number") from None
     mark = wake.event_mark(state.client) if wait_ms else None
     res = state.client.claim(caller.worker_id, app, len(ids), attempt_ids=ids)
@@ -158,21 +166,22 @@ def renew() -> Any:
 @bp.post("/complete")
 def complete() -> Any:
     """Commit a result, sent with the commit (``results.py``: a raw body, or multipart),
-    and claim the next tasks with ``next``. The result is written first if this worker
-    holds the lease; if not, the commit script's fence refuses (403) and counts it."""
+    and claim the next tasks with ``next``. Everything the gateway can check is checked
+    before the result is written; it is written first if this worker holds the lease (if
+    not, the commit script's fence refuses, 403, and counts it); a commit the scripts
+    refuse deletes what it wrote."""
     upload = results.Upload.from_request()
-    caller = authenticate(task_id=upload.lease_hint())
+    caller = authenticate(task_id=upload.task_hint())
     state = _state()
-    body = upload.commit()
-    lease = wire.fenced_lease(body.get("lease"))
-    _app(caller, lease.app)
-    key = results.lease_key(lease, body.get("key"))
+    call = _checked_commit(caller, upload.commit())
+    upload.data(state.settings.gateway_max_result_bytes)  # 413 before anything is written
+    lease, key = call.lease, call.key
     held = results.holds(state, caller, lease)
     if held:
         results.store_upload(state, caller, lease, key, upload)
     try:
-        done, claimed = _commit(caller, lease, key, body)
-    except errors.StaleResultError:
+        done, claimed = _commit(caller, call)
+    except errors.COMMIT_REFUSALS:
         if held:
             results.delete_orphan(state, caller, key)
         raise
@@ -182,20 +191,51 @@ def complete() -> Any:
                     "claimed": wire.claim_to_json(claimed) if claimed is not None else None})
 
 
-def _commit(caller: Caller, lease, key: str, body: dict[str, Any]):
-    """complete, or complete_and_claim with ``next``: (CompleteResult, ClaimResult|None)."""
+@dataclasses.dataclass(frozen=True)
+class _Commit:
+    """A commit's fields, each checked as the commit script checks it."""
+
+    lease: Lease
+    key: str
+    run_s: float
+    warm: bool
+    meta: dict[str, Any]
+    #: the next claim: (app, attempt ids), or None
+    next: tuple[str, list[str]] | None
+
+
+def _checked_commit(caller: Caller, body: dict[str, Any]) -> _Commit:
+    """The commit's fields, or the error the scripts would answer (400, 403) before
+    anything is written: lease, key, run time, metadata size and the next claim."""
+    lease = wire.fenced_lease(body.get("lease"))
+    _app(caller, lease.app)
+    key = results.lease_key(lease, body.get("key"))
     try:
-        run_s, warm = float(body.get("run_s", 0.0)), bool(body.get("warm"))
-    except (TypeError, ValueError):
-        raise errors.InputError("complete: run_s must be a number") from None
+        run_s = float(body.get("run_s", 0.0))
+    except (TypeError, ValueError, OverflowError):
+        run_s = -1.0
+    if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
+        raise errors.InputError(f"complete: run_s must be a number from 0 to {MAX_RUN_S}")
     meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
-    nxt, client = body.get("next"), _state().client
-    if isinstance(nxt, dict):
-        return client.complete_and_claim(
-            caller.worker_id, lease, key, run_s=run_s, warm=warm, meta=meta,
-            app=_app(caller, nxt.get("app")), attempt_ids=_ids(nxt.get("attempt_ids")))
-    return client.complete(caller.worker_id, lease, key, run_s=run_s, warm=warm,
-                           meta=meta), None
+    if len(json.dumps(meta)) > MAX_META_BYTES:
+        raise errors.InputError(f"complete: meta must be at most {MAX_META_BYTES} bytes of "
+                                "JSON")
+    nxt = body.get("next")
+    after = ((_app(caller, nxt.get("app")), _ids(nxt.get("attempt_ids")))
+             if isinstance(nxt, dict) else None)
+    return _Commit(lease, key, run_s, bool(body.get("warm")), meta, after)
+
+
+def _commit(caller: Caller, call: _Commit):
+    """complete, or complete_and_claim with ``next``: (CompleteResult, ClaimResult|None)."""
+    client = _state().client
+    if call.next is not None:
+        app, ids = call.next
+        return client.complete_and_claim(caller.worker_id, call.lease, call.key,
+                                         run_s=call.run_s, warm=call.warm, meta=call.meta,
+                                         app=app, attempt_ids=ids)
+    return client.complete(caller.worker_id, call.lease, call.key, run_s=call.run_s,
+                           warm=call.warm, meta=call.meta), None
 
 
 @bp.post("/fail")
@@ -210,7 +250,7 @@ def fail() -> Any:
         raise errors.InputError(f"fail: kind must be one of {', '.join(FAIL_KINDS)}")
     try:
         batch = int(body.get("batch") or 1)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise errors.InputError("fail: batch must be a number") from None
     res = _state().client.fail(caller.worker_id, lease, kind, str(body.get("message", "")),
                                batch=batch)
@@ -225,7 +265,7 @@ def loaded() -> Any:
     app, model = _app(caller, body.get("app")), str(body.get("model", ""))[:256]
     try:
         load_s = float(body.get("load_s", 0.0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise errors.InputError("loaded: load_s must be a number") from None
     return jsonify({"loads": _state().client.note_loaded(caller.worker_id, app, model, load_s)})
 

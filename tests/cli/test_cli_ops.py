@@ -75,6 +75,38 @@ def test_purge_older_than_with_dry_run_and_results(invoke, nova_cli, tmp_path):
     assert nova_cli.job(running).state == "queued"
 
 
+#: An id a worker credential can plant in the retention index (ZADD) with a job hash of
+#: its own (HSET): an OSC retitle, a screen clear and a right-to-left override.
+PLANTED = "x\x1b]0;pwned\x07\x1b[2J\u202eevil"
+PLANTED_SHOWN = "x\\x1b]0;pwned\\x07\\x1b[2J\\u202eevil"
+
+
+def plant(nova, job_id: str, **fields) -> None:
+    nova.redis.zadd(nova.keys.expiring(), {job_id: 1000})
+    nova.redis.hset(nova.keys.job(job_id), mapping={"finished_ms": 1000, **fields})
+
+
+def test_purge_escapes_ids_and_skips_what_is_not_a_finished_job(invoke, nova_cli, tmp_path):
+    old = finished_job(invoke, nova_cli, tmp_path)
+    nova_cli.redis.hset(nova_cli.keys.job(old), "finished_ms", 1000)
+    plant(nova_cli, PLANTED)
+    plant(nova_cli, "forged", state="running")  # a job id, but no finished job
+    dry = ok(invoke("purge", "--older-than", "1d", "--dry-run"))
+    for text in (dry.stdout, dry.stderr):
+        assert not {"\x1b", "\x07", "\u202e"} & set(text), repr(text)
+    assert sorted(dry.stdout.splitlines()) == sorted([old, "forged"])
+    assert f"warning: skipped '{PLANTED_SHOWN}' in the retention index: not a job id" \
+        in dry.stderr
+    res = ok(invoke("purge", "--older-than", "1d"))  # not aborted by either
+    assert not {"\x1b", "\x07", "\u202e"} & set(res.output)
+    assert res.stdout == f"purged {old}: 2 task(s)\n"
+    assert "warning: skipped job forged: job forged is running" in res.stderr
+    assert "1 job(s) purged" in res.stderr
+    rejected(invoke("status", old), "expired")
+    as_json = json.loads(ok(invoke("purge", "--older-than", "1d", "--json")).stdout)
+    assert as_json == {"purged": [], "skipped": [PLANTED]}
+
+
 def test_doctor_reports_repairs_and_exits_by_what_remains(invoke, nova_cli, tmp_path):
     job = enqueue_ok(invoke, write(tmp_path, b"a\nb\n"))
     res = ok(invoke("doctor"))

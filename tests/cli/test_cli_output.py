@@ -233,3 +233,21 @@ def test_error_lines_show_controls_too(invoke, tmp_path):
     msg = rejected(res, "no such file")
     assert "odd\\x1b]0;x\\x07name.txt" in msg
     assert_no_raw_controls(res.stderr)
+
+
+def test_ids_read_from_redis_are_escaped_in_quarantine_and_tokens(invoke, nova):
+    # a worker credential may HSET its record's id, and a token's worker field
+    join(nova, "w1", "synthetic")
+    nova.set_quarantine("w1", True, reason="by hand")
+    nova.redis.hset(nova.keys.worker("w1"), "id", EVIL)
+    out = ok(invoke("quarantine", "list")).stdout
+    assert_no_raw_controls(out)
+    assert out.startswith(f"w1 ({EVIL_SHOWN}) alive, probe in ")
+    from nova_queue import tokens
+
+    tokens.create(nova, "pc")
+    digest = nova.redis.hget(nova.keys.tokens(), "pc")
+    nova.redis.hset(nova.keys.token(digest), "worker", EVIL)
+    res = ok(invoke("tokens", "revoke", "pc"))  # a forged worker field: no worker to stop
+    assert res.stdout == "revoked token 'pc'\n"
+    assert nova.redis.hget(nova.keys.tokens(), "pc") is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
 
 import pytest
@@ -221,6 +222,33 @@ def test_proxy_hops_take_the_address_and_https_from_the_proxy(web_settings, nova
     resp = c.post("/auth", data={"token": "bad", "csrf_token": token}, headers=headers)
     assert resp.status_code == 403
     assert int(nova.redis.get(fails_key(nova, "198.51.100.77"))) == 1
+    proxied.extensions["nova"].close()
+
+
+def test_a_proxy_without_proxy_hops_is_warned_about_once(web_settings, caplog):
+    """Behind a proxy with NOVA_WEB_PROXY_HOPS unset, every client shares the proxy's
+    address (one client can use up the unlock attempts for all): the first request that
+    carries a proxy's header logs one warning naming the setting."""
+    from nova_queue.web import create_app
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records
+                if r.levelno >= logging.WARNING and "NOVA_WEB_PROXY_HOPS" in r.getMessage()]
+
+    caplog.set_level(logging.INFO)
+    direct = create_app({"TESTING": True, "SECRET_KEY": "s"}, settings=web_settings)
+    c = direct.test_client()
+    assert c.get("/").status_code == 200 and warnings() == []  # no proxy: nothing to say
+    for hop in ("198.51.100.1", "198.51.100.2", "198.51.100.3"):
+        assert c.get("/", headers={"X-Forwarded-For": hop}).status_code == 200
+    [warning] = warnings()
+    assert "X-Forwarded-For" in warning and "NOVA_WEB_PROXY_HOPS is 0" in warning
+    direct.extensions["nova"].close()
+    caplog.clear()
+    proxied = create_app({"TESTING": True, "SECRET_KEY": "s"},
+                         settings=Settings(**{**web_settings.__dict__, "web_proxy_hops": 1}))
+    proxied.test_client().get("/", headers={"X-Forwarded-For": "198.51.100.9"})
+    assert warnings() == []  # configured: the address comes from the header
     proxied.extensions["nova"].close()
 
 

@@ -75,6 +75,19 @@ def browser_page(chromium):
         context.close()
 
 
+@pytest.fixture
+def unlocked_page(browser_page, live_server):
+    """``browser_page`` with its session unlocked by the header's form: the test gallery
+    has a web token, so only an unlocked session gets live sockets (others poll)."""
+    from novatests.web import WEB_TOKEN
+
+    browser_page.goto(f"{live_server}/")
+    browser_page.fill('form.unlock input[name="token"]', WEB_TOKEN)
+    with browser_page.expect_navigation():
+        browser_page.click("form.unlock button")
+    return browser_page
+
+
 def start_worker(web_settings, nova, store, tmp_path):
     """The real worker process when it exists, else an in-process stand-in (a thread)."""
     if real_worker_available():
@@ -113,8 +126,8 @@ def save_screenshot(page, name: str) -> Path:
 
 
 def test_gallery_fills_live_with_backend_tags_and_runs_no_user_script(
-        browser_page, live_server, web_settings, nova, store, tmp_path):
-    page = browser_page
+        unlocked_page, live_server, web_settings, nova, store, tmp_path):
+    page = unlocked_page
     job = enqueue(nova, PROMPTS, params={"seconds": 0.05, "size": 192},
                   name="Gallery demo <i>not italic</i>")  # markup in the name stays text
     page.goto(f"{live_server}/jobs/{job}")
@@ -151,6 +164,22 @@ def test_gallery_fills_live_with_backend_tags_and_runs_no_user_script(
     save_screenshot(page, "gallery.png")
 
 
+def test_a_locked_session_polls_without_trying_a_socket(browser_page, live_server, nova,
+                                                        store):
+    """A gallery with a web token opens live sockets only for unlocked sessions: a locked
+    page polls from the start, and still fills live."""
+    page = browser_page
+    sockets = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    job = enqueue(nova, ["one", "two"], params={"seconds": 0.0, "size": 64})
+    page.goto(f"{live_server}/jobs/{job}")
+    page.wait_for_function("() => document.getElementById('live-status').dataset.state"
+                           " === 'polling'", timeout=10_000)
+    StandInWorker(nova, store, "locked-worker", name="locked-worker").run_all()
+    page.wait_for_function(f"() => ({LOADED_JS})() === 2", timeout=20_000)
+    assert sockets == [] and page.errors == []
+
+
 def test_polling_fallback_fills_the_grid_without_websockets(browser_page, live_server, nova,
                                                              store):
     page = browser_page
@@ -167,8 +196,8 @@ def test_polling_fallback_fills_the_grid_without_websockets(browser_page, live_s
     assert page.errors == []
 
 
-def test_jobs_and_workers_pages_update_live(browser_page, live_server, nova, store):
-    page = browser_page
+def test_jobs_and_workers_pages_update_live(unlocked_page, live_server, nova, store):
+    page = unlocked_page
     page.goto(f"{live_server}/")
     page.wait_for_function("() => document.getElementById('live-status').dataset.state"
                            " === 'live'", timeout=10_000)
@@ -190,11 +219,11 @@ def test_jobs_and_workers_pages_update_live(browser_page, live_server, nova, sto
     assert page.errors == []
 
 
-def test_the_workers_page_shows_a_new_cannot_run_mark_live(browser_page, live_server, nova,
+def test_the_workers_page_shows_a_new_cannot_run_mark_live(unlocked_page, live_server, nova,
                                                            store):
     from novatests.seed import set_speed
 
-    page = browser_page
+    page = unlocked_page
     job = enqueue(nova, ["x"])
     StandInWorker(nova, store, "w-np", name="no-prep")
     page.goto(f"{live_server}/workers")
@@ -212,10 +241,10 @@ def test_the_workers_page_shows_a_new_cannot_run_mark_live(browser_page, live_se
     assert page.errors == []
 
 
-def test_gallery_says_live_when_no_worker_serves_the_app(browser_page, live_server, nova):
+def test_gallery_says_live_when_no_worker_serves_the_app(unlocked_page, live_server, nova):
     from nova_queue import TaskSpec
 
-    page = browser_page
+    page = unlocked_page
     job = nova.enqueue("txt2img", [TaskSpec("a castle"), TaskSpec("a moat")])
     page.goto(f"{live_server}/jobs/{job}")
     note = page.locator('#job [data-f="workers_text"]')
@@ -260,13 +289,13 @@ def test_unlocking_on_a_crafted_404_page_stays_on_this_site(browser_page, live_s
     assert [e for e in page.errors if "status of 404" not in e] == []
 
 
-def test_the_timeline_draws_each_attempt_live(browser_page, live_server, nova, store):
+def test_the_timeline_draws_each_attempt_live(unlocked_page, live_server, nova, store):
     """One lane per worker, one bar per attempt: a slow attempt backed up by another worker
     shows as lost on one lane and won on the other, and the card says so; the page updates
     while it is open."""
     from novatests.seed import set_speed
 
-    page = browser_page
+    page = unlocked_page
     job = enqueue(nova, ["first", "second"], params={"seconds": 0.0, "size": 64})
     slow = StandInWorker(nova, store, "slow-w", name="slow-worker")
     set_speed(nova, "slow-w", "synthetic", 0.5)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 import websocket
-from novatests.web import enqueue
+from novatests.web import enqueue, unlocked_cookie
 
 from nova_queue import Settings
 from nova_queue.web.app import LOOPBACK_HOSTS, make_web_server, trusted_hosts
@@ -47,10 +47,13 @@ def get(port: int, path: str, host: str, addr: str = "127.0.0.1") -> http.client
 
 
 def ws_status(port: int, path: str, host: str, origin: str) -> int:
-    """The handshake's status: 101 when the socket opened (its snapshot arrives)."""
+    """The handshake's status: 101 when the socket opened (its snapshot arrives). The
+    session is unlocked first where ``host`` serves pages (the gallery has a web token)."""
+    base = f"http://127.0.0.1:{port}"
+    cookie = unlocked_cookie(base, host) if get(port, "/", host).status == 200 else ""
     try:
         ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=10,
-                                         host=host, origin=origin)
+                                         host=host, origin=origin, cookie=cookie)
     except websocket.WebSocketBadStatusException as exc:
         return exc.status_code
     try:

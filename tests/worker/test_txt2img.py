@@ -381,3 +381,20 @@ def test_benchmark_task(app: Txt2ImgRunner, model_dir: Path):
     _, custom = app.benchmark_task(job_params(model_dir, steps="2"))
     assert custom["steps"] == 2 and custom["width"] == 64
     assert runner().benchmark_task()[1]["model"] == "stabilityai/sd-turbo"
+
+
+def test_weights_load_only_from_safetensors(model_dir: Path, tmp_path: Path):
+    """A pickle can run code when loaded: a pipeline whose UNet and VAE are .bin only is
+    refused by name (diffusers used to unpickle them); make-model's safetensors load."""
+    from diffusers import AutoPipelineForText2Image as Pipeline
+
+    pickled = tmp_path / "pickled"
+    Pipeline.from_pretrained(model_dir).save_pretrained(pickled, safe_serialization=False)
+    assert not list((pickled / "unet").glob("*.safetensors"))
+    app = runner()
+    app.setup(cpu(pickled))  # the operator's own folder: trusted, but not its pickles
+    with pytest.raises(AppError, match="pickled weights .* safetensors"):
+        app.prepare(job_params(pickled))
+    app.setup(cpu(model_dir))
+    assert app.prepare(job_params(model_dir)) is True and not list(model_dir.glob("*/*.bin"))
+    app.teardown()

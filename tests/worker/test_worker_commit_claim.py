@@ -17,6 +17,7 @@ from novatests.chaos.proxy import CutProxy
 from novatests.seed import set_speed
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.limits import MAX_INPUT_BYTES
 from nova_queue.local import wait_for
 from nova_queue.scripts import script_sources
 from nova_queue.settings import Settings
@@ -161,3 +162,45 @@ def test_a_stop_while_a_commit_is_retried_keeps_the_object_and_ends_the_retry(
         worker._shutdown()
         proxy.close()
         nova.close()
+
+
+#: A prompt of the largest size a task takes: the synthetic app copies it into its result's
+#: metadata, which the commit carries as provenance, over the scripts' 64 KiB limit; the
+#: commit is refused (BAD_INPUT) before it writes anything.
+REFUSED_PROMPT = "x" * MAX_INPUT_BYTES
+
+
+def test_a_refused_commit_deletes_its_object_and_fails_only_its_task(make_worker):
+    worker, nova, calls = make_worker(burst=True)
+    job = nova.enqueue("synthetic", [TaskSpec(REFUSED_PROMPT, 0.002), TaskSpec("fine", 0.002)],
+                       params={"seconds": 0.002}, max_attempts=1)
+    run_loop(worker)
+    refused, fine = nova.job(job).tasks
+    assert (refused.state, fine.state) == ("failed", "done"), calls
+    assert "its commit was refused" in refused.error and "provenance" in refused.error
+    store = open_store(worker.settings.resolved_store_url)
+    assert list(store.list(f"jobs/{job}/")) == [fine.result]  # the committed one stays
+
+
+def test_a_refused_batch_is_committed_one_by_one(make_worker):
+    """One refused commit refuses a batch whole (complete_batch checks every commit before
+    writing): the worker commits that batch's results one by one, so only the refused one
+    fails, and only its object is deleted."""
+    worker, nova, calls = make_worker(burst=True)
+    prompts = [f"p{i}" for i in range(100)]
+    prompts[60] = REFUSED_PROMPT
+    job = nova.enqueue("synthetic", [TaskSpec(p, 0.001) for p in prompts],
+                       params={"seconds": 0, "size": 64}, max_attempts=1)
+
+    def seed() -> None:
+        set_speed(nova, worker.worker_id, "synthetic", 0.01)  # measured: claims grant k
+        worker.claims.note_timing("synthetic", 100, 0.01, 1, 0.01)
+
+    run_loop(worker, before=seed)
+    st = nova.job(job)
+    assert (st.done, st.failed) == (99, 1), calls
+    assert st.tasks[60].state == "failed" and "provenance" in st.tasks[60].error
+    assert calls["complete_batch"] > 0, calls
+    store = open_store(worker.settings.resolved_store_url)
+    assert sorted(store.list(f"jobs/{job}/")) == sorted(t.result for t in st.tasks
+                                                        if t.state == "done")

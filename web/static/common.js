@@ -146,7 +146,7 @@ window.Nova = (function () {
           .catch(() => status("offline", "offline"))
           .finally(() => {
             rounds += 1;
-            if (rounds % 15 === 0) {  // every ~30 s, try the socket again
+            if (sockets && rounds % 15 === 0) {  // every ~30 s, try the socket again
               pollTimer = null; failures = 2; connect();
             } else {
               pollTimer = setTimeout(poll, 2000);
@@ -156,7 +156,9 @@ window.Nova = (function () {
       pollTimer = setTimeout(poll, 0);
     }
 
-    if ("WebSocket" in window) connect(); else startPolling();
+    // a gallery with a web token opens live sockets only for unlocked sessions
+    const sockets = "WebSocket" in window && document.body.dataset.sockets !== "off";
+    if (sockets) connect(); else startPolling();
   }
 
   return {visibleBidi, setText, safeUrl, el, fillFields, eventItem, addEvents, status, live};

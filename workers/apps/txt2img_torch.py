@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from nova_queue.apps.txt2img_params import truthy
@@ -81,24 +82,46 @@ def hub_folder(model: str) -> str:
                                    "HF_HUB_OFFLINE is set")
         try:
             with quiet_progress_bars():
-                return str(DiffusionPipeline.download(model, local_files_only=local_only))
+                return str(DiffusionPipeline.download(model, local_files_only=local_only,
+                                                      use_safetensors=True))
         except Exception as exc:  # noqa: BLE001 - any failure here means "not available"
             log.debug("fetching %s (local_only=%s): %r", model, local_only, exc)
+            if "necessary `safetensors` weights" in str(exc):  # the repo has pickles only
+                raise pickled_only(model) from None
     raise not_found(model, "it is not in the local Hugging Face cache and could not be "
                            "downloaded from the Hugging Face Hub")
 
 
+#: Weight files that are pickles (loading one can run code): never loaded, only named.
+PICKLED_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+
+
+def pickled_only(model: str) -> AppError:
+    """The error for a model whose weights are pickles, not safetensors."""
+    return AppError(f"txt2img model {model!r} has pickled weights (.bin, .pt, ...) where "
+                    "safetensors are needed: a worker loads only .safetensors weights, since "
+                    "loading a pickle can run code. Convert it (save_pretrained with "
+                    "safe_serialization=True) or use a model that ships safetensors.")
+
+
 def from_pretrained(loader: Any, model: str, folder: str, kwargs: dict[str, Any]) -> Any:
-    """``loader.from_pretrained(folder)`` offline; missing files are a not-found error, any
+    """``loader.from_pretrained(folder)`` offline, safetensors weights only
+    (``use_safetensors=True``: a pickled ``.bin`` is never unpickled); missing files are a
+    not-found error, pickled weights where safetensors are missing :func:`pickled_only`, any
     other failure an AppError naming the model."""
     try:
         with quiet_progress_bars():
-            return loader.from_pretrained(folder, local_files_only=True, **kwargs)
+            return loader.from_pretrained(folder, local_files_only=True, use_safetensors=True,
+                                          **kwargs)
     except OSError as exc:  # missing files: diffusers' errors are OSErrors
         log.debug("loading %s from %s: %r", model, folder, exc)
     except Exception as exc:
         raise AppError(f"txt2img model {model!r} could not be loaded: "
                        f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from exc
+    root = Path(folder)  # a pipeline: weights in the folder or its component folders
+    if any(next(root.glob(where + pattern), None) for pattern in PICKLED_WEIGHTS
+           for where in ("", "*/")):
+        raise pickled_only(model)
     raise not_found(model, "some of its files are missing")
 
 

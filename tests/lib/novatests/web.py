@@ -24,6 +24,26 @@ def csrf_of(client) -> str:
         return sess["csrf"]
 
 
+def unlocked_cookie(base: str, host: str | None = None) -> str:
+    """A ``Cookie`` header of a session unlocked with :data:`WEB_TOKEN` on the gallery
+    served at ``base`` (its unlock form, as a browser sends it; ``host``: the ``Host`` to
+    send): a gallery with a web token opens live sockets only for such a session."""
+    import re
+
+    import requests
+
+    headers = {"Host": host} if host else {}
+    with requests.Session() as http:
+        page = http.get(base + "/", headers=headers, timeout=10).text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
+        assert csrf, "no CSRF token on the page"
+        res = http.post(base + "/auth", data={"csrf_token": csrf.group(1), "token": WEB_TOKEN,
+                                              "next": "/"}, headers=headers,
+                        allow_redirects=False, timeout=10)
+        assert res.status_code == 303, res.text
+        return f"session={http.cookies['session']}"
+
+
 def enqueue(nova: NovaClient, prompts: list[str], **kw: Any) -> str:
     """A synthetic job of ``prompts``."""
     app = load_app("synthetic")
