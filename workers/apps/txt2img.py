@@ -50,6 +50,7 @@ from nova_queue.workers.apps.txt2img_torch import (
     has_safety_checker,
     hub_folder,
     is_oom,
+    require_torch,
     synchronize,
 )
 
@@ -78,8 +79,9 @@ class Txt2ImgRunner(AppRunner):
         self._roots: tuple[Path, ...] = ()
 
     def setup(self, ctx: AppContext) -> None:
-        """Remember the backend and the model roots; choose the precision (see the module
-        docstring)."""
+        """Check torch and diffusers are here; remember the backend and the model roots;
+        choose the precision (see the module docstring)."""
+        require_torch()
         self.ctx = ctx
         self._roots = model_roots(Settings.from_env().model_roots, ctx.options.get("model"))
         if ctx.backend == "mps":
