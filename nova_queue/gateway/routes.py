@@ -20,7 +20,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
-from nova_queue import errors, protocol, wake, wire
+from nova_queue import __version__, errors, protocol, wake, wire
 from nova_queue.gateway import results
 from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
 from nova_queue.limits import MAX_CLAIM_K
@@ -78,7 +78,7 @@ def hello() -> Any:
     if caller.token.worker:  # the token's previous process: its leases go back now
         state.client.deregister_worker(caller.token.worker)
     st = state.settings
-    return jsonify({"worker_id": worker_id, "protocol": protocol.PROTOCOL,
+    return jsonify({"worker_id": worker_id, "protocol": protocol.PROTOCOL, "nova": __version__,
                     "lease_ttl_s": st.lease_ttl_s, "heartbeat_interval_s": st.heartbeat_interval_s,
                     "max_result_bytes": st.gateway_max_result_bytes})
 
