@@ -2,7 +2,7 @@
 
 :class:`GatewayLink` answers the calls the worker runtime makes of a
 :class:`~nova_queue.client.NovaClient` (register, claim, renew, complete, complete and
-claim, fail, loaded, deregister) with JSON over HTTP(S) to ``nova-queue gateway``, and
+claim, fail, loading, loaded, deregister) with JSON over HTTP(S) to ``nova-queue gateway``, and
 :class:`GatewayStore` is its result store: a result goes to the gateway, which writes it
 under exactly that attempt's write-once key. So the same runtime, claims, executor,
 heartbeat, batching, backups, time limits and quarantine run in both modes, and a worker
@@ -237,6 +237,11 @@ class GatewayLink:
         """The worker loaded ``model`` for ``app`` in ``load_s`` (it holds it warm now)."""
         return int(self._post("/v1/loaded", {"app": app, "model": model,
                                              "load_s": float(load_s)})["loads"])
+
+    def note_loading(self, worker_id: str, app: str, model: str, *, start: bool = True) -> int:
+        """The worker starts (or stops) loading ``model`` for ``app``."""
+        return int(self._post("/v1/loading", {"app": app, "model": model,
+                                              "start": bool(start)})["started_ms"])
 
     def stage(self, key: str, data: bytes, content_type: str,
               metadata: Mapping[str, str] | None) -> None:

@@ -15,7 +15,7 @@ from nova_queue.apps.registry import load_app
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import Duration, parse_pairs
 from nova_queue.cli.text import safe_json, short, visible
-from nova_queue.cli.wait import summary, wait_for_job
+from nova_queue.cli.wait import StoppedWaiting, stopped_line, summary, wait_for_job
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
 from nova_queue.limits import MAX_RETENTION_S
@@ -105,8 +105,13 @@ def job_tasks(ctx: Context, file: str, app: str, params: tuple[str, ...],
 
 
 def follow(client, job_id: str, as_json: bool) -> None:
-    """``enqueue --wait``: follow the job to its end; exit 1 unless every task is done."""
-    status = wait_for_job(client, job_id, progress=not as_json)
+    """``enqueue --wait``: follow the job to its end; exit 1 unless every task is done, 130
+    after Ctrl-C (which stops the waiting, not the job)."""
+    try:
+        status = wait_for_job(client, job_id, progress=not as_json)
+    except StoppedWaiting as stop:
+        click.echo(stopped_line(stop), err=True)
+        sys.exit(130)
     if as_json:
         click.echo(json.dumps({"job_id": job_id, **status.to_json(with_tasks=False)}))
     else:

@@ -230,6 +230,17 @@ def loaded() -> Any:
     return jsonify({"loads": _state().client.note_loaded(caller.worker_id, app, model, load_s)})
 
 
+@bp.post("/loading")
+def loading() -> Any:
+    """The worker starts (``start`` true) or stops loading ``model`` of ``app``."""
+    caller = authenticate()
+    body = _body()
+    app, model = _app(caller, body.get("app")), str(body.get("model", ""))[:256]
+    started = _state().client.note_loading(caller.worker_id, app, model,
+                                           start=body.get("start") is not False)
+    return jsonify({"started_ms": started})
+
+
 @bp.post("/deregister")
 def deregister() -> Any:
     """Leave the fleet; leases still held return to pending."""

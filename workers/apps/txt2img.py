@@ -127,6 +127,7 @@ class Txt2ImgRunner(AppRunner):
 
         ctx = self._context()
         self._unload()
+        log.info("txt2img: loading %s (%s on %s)", model, self.dtype_name, ctx.device)
         found = resolve_model(model, self._roots)  # hub id, or a pipeline under the roots
         folder = found.source if found.local else hub_folder(model)
         kwargs: dict[str, Any] = {dtype_kwarg(): getattr(torch, self.dtype_name)}
