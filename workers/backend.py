@@ -178,14 +178,14 @@ def _missing_message(torch: Any, name: str) -> str:
         return f"{head} (torch {tv} is a CUDA build, CUDA {cuda}; use --backend cuda)"
     if name == "cuda":
         if not cuda:
-            return (f"{head} (torch {tv}, built without CUDA: nova-queue setup-torch installs "
-                    "the build for this machine)")
+            return (f"{head} (torch {tv}, built without CUDA); nova-queue setup-torch installs "
+                    "the build that fits this machine")
         return (f"{head} (torch {tv}, CUDA {cuda}; no device visible: check the NVIDIA "
                 f"driver and CUDA_VISIBLE_DEVICES)")
     if name == "rocm":
         if not hip:
-            return (f"{head} (torch {tv}, built without ROCm/HIP: nova-queue setup-torch "
-                    "installs the build for this machine)")
+            return (f"{head} (torch {tv}, built without ROCm/HIP); nova-queue setup-torch "
+                    "installs the build that fits this machine")
         return (f"{head} (torch {tv}, HIP {hip}; no device visible: check the ROCm driver "
                 f"and HIP_VISIBLE_DEVICES)")
     mps = getattr(torch.backends, "mps", None)
