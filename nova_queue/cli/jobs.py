@@ -45,8 +45,8 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
                    "the claiming worker's predicted time]")
 @click.option("--require", "requires", multiple=True, metavar="REQ",
               help="What a worker's labels must meet, repeatable: key=a,b (one of), key>=n, "
-                   "key<=n (e.g. --require backend=cuda,rocm --require memory_gb>=12). "
-                   "Workers' labels: nova-queue workers --json.")
+                   "key<=n, quoted for the shell (e.g. --require backend=cuda,rocm --require "
+                   "'memory_gb>=12'). Workers' labels: nova-queue workers --json.")
 @click.option("--owner", default=None, envvar="NOVA_OWNER",
               help="Whose share of the pool the job uses (fair share).  [default: "
                    "NOVA_OWNER or the login name]")
