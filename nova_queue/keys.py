@@ -85,9 +85,10 @@ Fields and members:
   finished / failed time. ``finished`` is the post-processing outbox.
 - ``expiring``: every finished (done or cancelled) job id scored by when its retention ends
   (``finished_ms + 1000 * retention_s``); the sweep deletes the job, its tasks and index
-  entries then. ``expired``: ids of jobs so deleted (or purged), scored by when: at most
-  100,000, kept for as long again as the retention (a minute at least), so readers can say
-  "expired" rather than "unknown".
+  entries then. ``expired``: ids of jobs so deleted (or purged), scored by when (ms; a
+  purge adds 0.5, ``PURGED_MARK``): at most 100,000, kept for as long again as the
+  retention (a minute at least), so readers can say "expired" or "purged" rather than
+  "unknown".
 - ``departed``: workers that left or were lost, scored by when; the sweep deletes their
   ``worker:`` and ``held:`` keys and ``workers`` entry one retention later (unless they joined
   again).

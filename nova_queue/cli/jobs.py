@@ -237,10 +237,16 @@ def workers(ctx: Context, as_json: bool, include_gone: bool) -> None:
 def cancel(ctx: Context, job_id: str) -> None:
     """Cancel a job: pending tasks are cancelled, running results will be rejected."""
     client = ctx.client()
+    before = client.job(job_id, with_tasks=False)
     client.cancel(job_id)
     st = client.job(job_id, with_tasks=False)
-    click.echo(f"cancelled job {job_id}: {st.cancelled} task(s) cancelled, {st.done} done, "
-               f"{st.leased} still running (their results will be rejected)")
+    counts = (f"{st.cancelled} task(s) cancelled, {st.done} done, {st.leased} still running "
+              "(their results will be rejected)")
+    if before.state == "cancelled" and st.cancelled == before.cancelled:
+        click.echo(f"job {visible(job_id)} was already cancelled: nothing was left to cancel "
+                   f"({counts})")
+        return
+    click.echo(f"cancelled job {visible(job_id)}: {counts}")
 
 
 @click.command("load-scripts")

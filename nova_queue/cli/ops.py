@@ -31,7 +31,7 @@ from nova_queue.limits import MAX_RETENTION_S
 def purge(ctx: Context, job_ids: tuple[str, ...], older_than_s: int | None, results: bool,
           dry_run: bool, as_json: bool) -> None:
     """Delete finished jobs from Redis now, whatever their retention: each job, its tasks and
-    index entries (the gallery and status then say 'expired'). Results in the store stay
+    index entries (the gallery and status then say 'purged'). Results in the store stay
     unless --results. A job that has not finished is refused: cancel it first.
     """
     if bool(job_ids) == (older_than_s is not None):
