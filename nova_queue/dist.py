@@ -46,6 +46,11 @@ from pathlib import Path
 import nova_queue
 from nova_queue.errors import ConfigError
 
+try:
+    import fcntl
+except ImportError:  # Windows: no lock (each process makes its own)
+    fcntl = None  # type: ignore[assignment]
+
 log = logging.getLogger(__name__)
 
 DIST_NAME = "nova-queue"
@@ -119,36 +124,46 @@ def _checkout_files(root: Path) -> list[tuple[str, Path]]:
 
 
 def make_wheel(cache_dir: Path, source: Source | None = None) -> Path:
-    """The wheel of this nova-queue, from the cache or made now (ConfigError if it cannot)."""
+    """The wheel of this nova-queue, from the cache or made now (ConfigError if it cannot).
+    Processes sharing the cache folder make it one at a time (a lock the system releases
+    if one dies), so the others find it made."""
     source = source or find_source()
     folder = Path(cache_dir) / fingerprint(source)
-    found = sorted(folder.glob("nova_queue-*.whl")) if folder.is_dir() else []
-    if found:
-        return found[0]
     folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / ".lock", "a+b") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        found = sorted(folder.glob("nova_queue-*.whl")) if folder.is_dir() else []
+        if not found:
+            _make_into(folder, source)
+            found = sorted(folder.glob("nova_queue-*.whl"))
+        if not found:
+            raise ConfigError(f"no wheel in {folder} after making it")
+        _forget_others(folder)
+    return found[0]
+
+
+def _make_into(folder: Path, source: Source) -> None:
+    """Make the wheel in a staging folder, then rename it to ``folder`` (never half there)."""
+    shutil.rmtree(folder, ignore_errors=True)  # a folder without its wheel: made again
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
     try:
         if source.kind == "installed":
             assert source.dist is not None
-            built = repack(source.dist, staging)
+            repack(source.dist, staging)
         else:
             assert source.root is not None
-            built = build_checkout(source.root, staging)
-        with contextlib.suppress(OSError):  # another process made it first: keep theirs
-            staging.rename(folder)
+            build_checkout(source.root, staging)
+        staging.rename(folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    found = sorted(folder.glob("nova_queue-*.whl"))
-    if not found:
-        raise ConfigError(f"no wheel in {folder} after building {built.name}")
-    _forget_others(folder)
-    return found[0]
 
 
 def _forget_others(keep: Path) -> None:
-    """Remove the cache's older wheels (other fingerprints)."""
+    """Remove what else is in the cache: older wheels (other fingerprints), and staging
+    folders a killed process left (the lock is held: no one else is making one)."""
     for other in keep.parent.iterdir():
-        if other != keep and other.is_dir() and not other.name.startswith(".building-"):
+        if other != keep and other.is_dir():
             shutil.rmtree(other, ignore_errors=True)
 
 

@@ -145,3 +145,19 @@ def test_an_install_from_the_gateway_serves_the_same_wheel(wheel_dir, tmp_path):
                          capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
     assert res.returncode != 0 and "nova_queue/data/prompts.txt differs from what was " \
         "installed" in res.stderr
+
+
+@pytest.mark.slow
+def test_gateways_sharing_a_cache_make_the_wheel_once(tmp_path):
+    """Three processes at once (gateways starting together, sharing NOVA_HOME): one wheel in
+    one folder, the same for all, and no staging folder left, a killed maker's included."""
+    cache = tmp_path / "cache"
+    (cache / ".building-killed").mkdir(parents=True)  # left by a process killed mid-build
+    code = "import sys; from nova_queue.dist import make_wheel; print(make_wheel(sys.argv[1]))"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(cache)], stdout=subprocess.PIPE,
+                              text=True, cwd=tmp_path) for _ in range(3)]
+    paths = {p.communicate(timeout=600)[0].strip() for p in procs}
+    assert all(p.returncode == 0 for p in procs)
+    assert len(paths) == 1 and Path(paths.pop()).is_file()
+    assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".lock")) == [
+        next(p.name for p in cache.iterdir() if p.is_dir())]  # one folder, nothing else
