@@ -59,10 +59,9 @@ def _html(title: str, body: str) -> Any:
 
 @bp.get("/version")
 def version() -> Any:
-    """This gateway's release, protocol and wheel (null while it is being made)."""
+    """This gateway's release, protocol and wheel (null until it is made: ``serve`` makes it
+    at start, an app served otherwise at the first ``/v1/dist/`` request)."""
     cache = _cache()
-    if cache.path is None and not cache.error:
-        cache.start()
     return jsonify({"service": SERVICE, "nova": __version__, "protocol": protocol.PROTOCOL,
                     "wheel": cache.path.name if cache.path else None})
 
