@@ -272,9 +272,9 @@ class NovaClient(BatchCalls, RetentionCalls):
         """One task."""
         h = self.redis.hgetall(self.keys.task(tid))
         if not h:
-            expired = self.is_expired(split_task_id(tid)[0]) if ":" in tid else False
-            raise errors.TaskNotFoundError(f"unknown task {tid}" + (": its job expired"
-                                                                    if expired else ""))
+            why = self.tombstone(split_task_id(tid)[0]) if ":" in tid else None
+            raise errors.TaskNotFoundError(f"unknown task {tid}" + (f": its job {why}"
+                                                                    if why else ""))
         return TaskInfo.from_hash(tid, h)
 
     def jobs(self, limit: int = 50) -> list[JobStatus]:

@@ -96,6 +96,9 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
     EventType("worker_released", ("worker", "name", "by"),
               "a quarantined worker may claim again: its probe task committed (``by`` probe) "
               "or an admin let it back (``by`` admin)"),
+    EventType("model_loading", ("worker", "name", "app", "model"),
+              "a worker started loading ``model`` for ``app`` (its ``loading:<app>`` field "
+              "says since when, until ``model_loaded``)"),
     EventType("model_loaded", ("worker", "name", "app", "model", "load_s"),
               "a worker loaded ``model`` for ``app`` in ``load_s``: it holds it warm, and "
               "claims prefer that model's jobs for it"),

@@ -13,7 +13,7 @@ patterns (``lua/includes/common.lua``).
 
 Times are Redis ``TIME`` in milliseconds (``*_ms``); durations are seconds (``*_s``).
 Writers: E enqueue, C claim, R renew, K complete, F fail, P reap, X cancel,
-G register, D deregister, T retry, A abort, Q quarantine, L loaded (complete_claim and
+G register, D deregister, T retry, A abort, Q quarantine, L loaded and loading (complete_claim and
 complete_batch write as K, then as C), Y the retention sweep (expire) and purge, O doctor's repairs, U an admin
 through the client (shares, the usage half-life), and B the web gallery (its own unlock
 state, nothing else), N ``nova-queue tokens`` and H the gateway. Readers: W worker runtime, U CLI/API, B web gallery, M metrics,
@@ -92,9 +92,10 @@ Fields and members:
 - ``expiring``: every finished (done, failed or cancelled) job id scored by when its
   retention ends
   (``finished_ms + 1000 * retention_s``); the sweep deletes the job, its tasks and index
-  entries then. ``expired``: ids of jobs so deleted (or purged), scored by when: at most
-  100,000, kept for as long again as the retention (a minute at least), so readers can say
-  "expired" rather than "unknown".
+  entries then. ``expired``: ids of jobs so deleted (or purged), scored by when (ms; a
+  purge adds 0.5, ``PURGED_MARK``): at most 100,000, kept for as long again as the
+  retention (a minute at least), so readers can say "expired" or "purged" rather than
+  "unknown".
 - ``departed``: workers that left or were lost, scored by when; the sweep deletes their
   ``worker:`` and ``held:`` keys and ``workers`` entry one retention later (unless they joined
   again).
@@ -108,7 +109,8 @@ Fields and members:
   and per app ``bench:<app>`` (startup benchmark, s per cost unit) ``ema:<app>`` (moving
   average of warm runs, s per cost unit) ``n:<app>`` (warm samples) ``cold:<app>``
   (first-run compile/warm-up s) ``load:<app>`` (load s) ``done:<app>`` ``warm:<app>`` (the
-  model it holds or is loading); ``labels`` (JSON object) ``model_loads last_done_ms``;
+  model it holds or is loading) ``loading:<app>`` (when its load of that model started,
+  while it runs); ``labels`` (JSON object) ``model_loads last_done_ms``;
   its failure streak ``fail_streak fast_streak streak_since_ms streak_tids blamed
   last_error``; a quarantine ``quarantined quarantine_reason quarantined_ms
   quarantine_until_ms cooldown_ms probe_tid``; its free hand-backs ``free_n`` in the window

@@ -7,8 +7,8 @@ workers that left or were lost as long ago. The client runs the sweep after each
 deleting at least twice what it added (an admin call: it needs ``DEL``, which the worker role
 lacks), so no coordinator process is needed. ``purge`` deletes one finished job now. Results
 in the store are the product: they stay, unless :func:`delete_results` is asked to delete
-them. A deleted job leaves a tombstone (``expired``), so readers say "expired" rather than
-"unknown". Mixed into :class:`~nova_queue.client.NovaClient`.
+them. A deleted job leaves a tombstone (``expired``), so readers say "expired" (or
+"purged") rather than "unknown". Mixed into :class:`~nova_queue.client.NovaClient`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 #: Work units the sweep does after an enqueue besides twice the tasks enqueued (a task hash
 #: deleted is 1 unit, the rest of a job 8, a worker 4).
 SWEEP_MARGIN = 64
+#: A purged job's tombstone score is the Redis ms it was purged plus this (common.lua's
+#: PURGED_MARK); a job whose retention ran out has a whole number.
+PURGED_MARK = 0.5
 
 
 class RetentionCalls:
@@ -123,14 +126,27 @@ class RetentionCalls:
             start += page
 
     def is_expired(self, job_id: str) -> bool:
-        """Whether the job's Redis data expired or was purged (or is being deleted). ZMSCORE
-        and HGET: commands of the read-only gallery role (docs/SECURITY.md)."""
-        return (self.redis.zmscore(self.keys.expired(), [job_id])[0] is not None
-                or self.redis.hget(self.keys.job(job_id), "state") == "expired")
+        """Whether the job's Redis data expired or was purged (or is being deleted)."""
+        return self.tombstone(job_id) is not None
+
+    def tombstone(self, job_id: str) -> str | None:
+        """``"purged"`` (``nova-queue purge``), ``"expired"`` (its retention ran out, or it
+        is being deleted) or None (not deleted, or never known). ZMSCORE and HGET: commands
+        of the read-only gallery role (docs/SECURITY.md)."""
+        score = self.redis.zmscore(self.keys.expired(), [job_id])[0]
+        if score is not None:
+            return "purged" if score % 1 == PURGED_MARK else "expired"
+        return "expired" if self.redis.hget(self.keys.job(job_id), "state") == "expired" \
+            else None
 
     def missing_job(self, job_id: str) -> errors.JobNotFoundError:
-        """The error for a job that cannot be read: expired, or unknown."""
-        if self.is_expired(job_id):
+        """The error for a job that cannot be read: purged, expired, or unknown."""
+        why = self.tombstone(job_id)
+        if why == "purged":
+            return errors.JobExpiredError(
+                f"job {job_id} was purged ('nova-queue purge'): its Redis data is deleted; "
+                "its results stay in the store unless they were purged too")
+        if why == "expired":
             return errors.JobExpiredError(
                 f"job {job_id} expired: finished jobs leave Redis after their retention "
                 "(NOVA_JOB_RETENTION_S, enqueue --retention); its results stay in the store "

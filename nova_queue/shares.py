@@ -22,6 +22,10 @@ from nova_queue.jobspec import NAME_RE
 DEFAULT_HALF_LIFE_S = 3600.0
 MAX_SHARE = 1e6
 MAX_HALF_LIFE_S = 365 * 86400  # common.lua's MAX_HALF_LIFE_S
+#: Jobs of one owner and app whose states ``owners`` reads (newest first).
+MAX_JOBS_LOOKED_AT = 500
+#: A job in these states (or gone: None) has nothing queued.
+FINISHED_STATES = frozenset({"done", "cancelled", "expired", None})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +86,8 @@ def _half_life(raw: Any) -> float:
 
 
 def owners(client) -> list[OwnerUsage]:
-    """Every owner with a share, recent usage or queued jobs, least usage per share first."""
+    """Every owner with a share, recent usage or a queue, least usage per share first; its
+    queued apps are those it has a job of that has not finished (:func:`has_queued_job`)."""
     usage = client.redis.hgetall(client.keys.usage())
     shares = client.redis.hgetall(client.keys.shares())
     now_ms = client.server_time_ms()
@@ -90,7 +95,8 @@ def owners(client) -> list[OwnerUsage]:
     queued: dict[str, list[str]] = {}
     for app in client.apps():
         for owner in client.redis.smembers(client.keys.app_owners(app)):
-            queued.setdefault(owner, []).append(app)
+            if has_queued_job(client, app, owner):
+                queued.setdefault(owner, []).append(app)
     names = ({k[2:] for k in usage if k.startswith("f:")} | set(shares) | set(queued))
     out = []
     for name in sorted(names):
@@ -98,6 +104,24 @@ def owners(client) -> list[OwnerUsage]:
                               usage_now(usage.get(f"f:{name}"), phi),
                               tuple(sorted(queued.get(name, [])))))
     return sorted(out, key=lambda o: (o.usage_s / max(o.share, 1e-9), o.owner))
+
+
+def has_queued_job(client, app: str, owner: str) -> bool:
+    """Whether ``owner`` has a job of ``app`` that has not finished. Its queue
+    (``app:<app>:owner:<owner>``) keeps a finished job until the retention sweep (with one
+    owner no claim drops it), so the jobs' states decide: the newest
+    :data:`MAX_JOBS_LOOKED_AT` of them; past that many finished ones it counts as queued
+    (never hiding work)."""
+    key = client.keys.app_owner_queue(app, owner)
+    ids = client.redis.zrevrange(key, 0, MAX_JOBS_LOOKED_AT - 1)
+    if not ids:
+        return False
+    pipe = client.redis.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hget(client.keys.job(job_id), "state")
+    if any(state not in FINISHED_STATES for state in pipe.execute()):
+        return True
+    return len(ids) == MAX_JOBS_LOOKED_AT and client.redis.zcard(key) > MAX_JOBS_LOOKED_AT
 
 
 def usage_now(field: Any, phi: float) -> float:

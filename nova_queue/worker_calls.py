@@ -263,6 +263,18 @@ class WorkerCalls:
         errors.raise_for_code(int(code), detail="worker not registered")
         return int(loads)
 
+    def note_loading(self, worker_id: str, app: str, model: str, *, start: bool = True) -> int:
+        """The worker starts loading ``model`` for ``app`` (``enqueue --wait`` and the demo
+        show it: :mod:`nova_queue.loads`), or (``start=False``) is no longer loading it
+        without a load to record (prepare loaded nothing, or failed); returns when it
+        started (Redis ms; 0 for a stop)."""
+        k = self.keys
+        code, started_ms = self._call(
+            "loading", [k.worker(worker_id), k.alive(), k.events(), k.meta()],
+            [self.prefix, worker_id, app, model, "start" if start else "stop", self._maxlen])
+        errors.raise_for_code(int(code), detail="worker not registered")
+        return int(started_ms)
+
     def eligible_workers(self, app: str, requires: Sequence[Requirement] = (),
                          model: str | None = None) -> list[str]:
         """Ids of the live workers (heartbeat not expired) that serve ``app`` and whose

@@ -209,6 +209,8 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
     "repaired": lambda f, who: f"doctor repaired {f.get('target')} ({f.get('op')}): {f.get('what')}",
     "grace": lambda f, who: (f"Redis was unreachable for {f.get('gap_ms')} ms: leases get one "
                              "renewal window"),
+    "model_loading": lambda f, who: (f"worker {who} is loading {f.get('model')} for "
+                                     f"{f.get('app')}"),
     "model_loaded": lambda f, who: (f"worker {who} loaded {f.get('model')} for "
                                     f"{f.get('app')} in {f.get('load_s')} s"),
     "backup_started": lambda f, who: (f"{_task(f)}: {who} started a backup attempt "

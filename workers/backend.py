@@ -63,7 +63,8 @@ def detect_backend(requested: str = "auto") -> BackendInfo:
         if name not in ("auto", "cpu"):
             raise BackendError(
                 f"backend {name!r} requested but torch is not installed{import_error}; "
-                f"install a torch build with {_LABEL[name]} support"
+                f"install a torch build with {_LABEL[name]} support: nova-queue setup-torch "
+                f"--backend {name} picks it"
             )
         return _pure_python_info()
     available = _available(torch)
@@ -177,12 +178,14 @@ def _missing_message(torch: Any, name: str) -> str:
         return f"{head} (torch {tv} is a CUDA build, CUDA {cuda}; use --backend cuda)"
     if name == "cuda":
         if not cuda:
-            return f"{head} (torch {tv}, built without CUDA)"
+            return (f"{head} (torch {tv}, built without CUDA); nova-queue setup-torch installs "
+                    "the build that fits this machine")
         return (f"{head} (torch {tv}, CUDA {cuda}; no device visible: check the NVIDIA "
                 f"driver and CUDA_VISIBLE_DEVICES)")
     if name == "rocm":
         if not hip:
-            return f"{head} (torch {tv}, built without ROCm/HIP)"
+            return (f"{head} (torch {tv}, built without ROCm/HIP); nova-queue setup-torch "
+                    "installs the build that fits this machine")
         return (f"{head} (torch {tv}, HIP {hip}; no device visible: check the ROCm driver "
                 f"and HIP_VISIBLE_DEVICES)")
     mps = getattr(torch.backends, "mps", None)

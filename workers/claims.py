@@ -90,11 +90,14 @@ class Claims:
             raise
 
     def _noted(self, result: ClaimResult) -> ClaimResult:
-        """Say once per quarantine why claims are refused."""
+        """Say once per quarantine why claims are refused, and when they no longer are."""
         if result.status == "quarantined" and result.reason != self._quarantine:
             log.warning("quarantined: claims refused (%s); a probe task follows the cool-down, "
                         "or 'nova-queue quarantine release %s' lets this worker back now",
                         result.reason, self.worker_id)
+        elif result.status != "quarantined" and self._quarantine:
+            log.info("claims are no longer refused: the quarantine was lifted, or this is its "
+                     "probe task (whose commit lifts it)")
         self._quarantine = result.reason if result.status == "quarantined" else ""
         return result
 

@@ -26,7 +26,6 @@ import redis
 from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
 from nova_queue.client import NovaClient
 from nova_queue.errors import (
-    NovaError,
     ObjectExistsError,
     ResultTooLargeError,
     StaleResultError,
@@ -40,6 +39,7 @@ from nova_queue.workers.apps import AppRunner, WorkerApp
 from nova_queue.workers.claims import NextClaim
 from nova_queue.workers.commits import Commit, Committer, Ready
 from nova_queue.workers.heartbeat import Heartbeat
+from nova_queue.workers.loading import ModelLoads
 from nova_queue.workers.prepare import failure_reason
 from nova_queue.workers.slots import run_batches
 
@@ -143,6 +143,8 @@ class Executor:
         self.committer = Committer(client, self.worker_id, stop_event)
         #: task slots (``--concurrency``): batches of a run the app may run at once
         self.slots = max(1, slots)
+        #: its model loads, recorded and logged (workers/loading.py)
+        self.loads = ModelLoads(client, self.worker_id, self.spec.name)
 
     # ---- a run: groups by job, batches by batch size ---------------------------------------
     def run(self, leases: list[Lease],
@@ -172,7 +174,8 @@ class Executor:
         try:
             params = self.spec.parse_params(leases[0].params)
             started = time.perf_counter()
-            loaded = self.runner.prepare(params)
+            with self.loads.preparing(self.spec.model_key(params), leases[0].job_id) as prep:
+                prep.loaded = loaded = self.runner.prepare(params)
             load_s = time.perf_counter() - started
             size = max(1, int(self.runner.batch_size(params)))
         except WorkerShutdown:
@@ -187,23 +190,13 @@ class Executor:
         if loaded:
             log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
             self.ran_once = False
-            self._note_loaded(params, load_s)
+            self.loads.record(self.spec.model_key(params), load_s)
         batches = [leases[i:i + size] for i in range(0, len(leases), size)]
         if self.slots > 1 and len(batches) > 1:
             run_batches(self, run, batches, params)  # up to `slots` batches at once
             return
         for batch in batches:
             self._run_batch(run, batch, params)
-
-    def _note_loaded(self, params: dict[str, Any], load_s: float) -> None:
-        """Say which model this worker now holds warm (claims prefer its jobs here)."""
-        model = self.spec.model_key(params)
-        if not model:
-            return
-        try:
-            self.client.note_loaded(self.worker_id, self.spec.name, model, load_s)
-        except (redis.RedisError, NovaError) as exc:
-            log.warning("could not record the load of %s (%s)", model, exc)
 
     def _run_batch(self, run: _Run, leases: list[Lease], params: dict[str, Any]) -> None:
         if run.ready and time.perf_counter() - run.ready_since >= MAX_HOLD_S:

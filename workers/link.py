@@ -2,7 +2,7 @@
 
 :class:`GatewayLink` answers the calls the worker runtime makes of a
 :class:`~nova_queue.client.NovaClient` (register, claim, renew, complete, complete and
-claim, fail, loaded, deregister) with JSON over HTTP(S) to ``nova-queue gateway``, and
+claim, fail, loading, loaded, deregister) with JSON over HTTP(S) to ``nova-queue gateway``, and
 :class:`GatewayStore` is its result store: a result goes to the gateway, which writes it
 under exactly that attempt's write-once key. So the same runtime, claims, executor,
 heartbeat, batching, backups, time limits and quarantine run in both modes, and a worker
@@ -32,10 +32,11 @@ from typing import Any
 import redis
 import requests
 
-from nova_queue import __version__, errors, protocol, wire
+from nova_queue import __version__, dist, errors, protocol, wire
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.settings import Settings
 from nova_queue.stores.base import ObjectInfo, ResultStore, StoredObject
+from nova_queue.workers import scheme
 from nova_queue.workers.redis_wait import wait_for_redis
 
 log = logging.getLogger(__name__)
@@ -141,17 +142,39 @@ class GatewayLink:
     def hello(self, stop: threading.Event) -> dict[str, Any] | None:
         """Wait until the gateway answers (None if stopped first), check the protocol, and
         get this process's worker id and the pool's lease timing."""
+        scheme.check_before_joining(self.url)
         answer: dict[str, Any] = {}
+        probed = []
 
         def once() -> None:
-            answer.update(self._post("/v1/hello", {"protocol": protocol.PROTOCOL,
-                                                   "nova": __version__}))
+            try:
+                answer.update(self._post("/v1/hello", {"protocol": protocol.PROTOCOL,
+                                                       "nova": __version__}))
+            except (GatewayUnreachable, errors.NovaError) as exc:
+                # no answer, or not a gateway's: an https-only gateway behind an http:// URL?
+                if not probed and (isinstance(exc, GatewayUnreachable)
+                                   or type(exc) is errors.NovaError):
+                    probed.append(True)
+                    scheme.check_after_failure(self.url)
+                raise
 
         if not wait_for_redis(once, self.url, stop, what="the gateway"):
             return None
         self.worker_id = str(answer["worker_id"])
         self.max_result_bytes = int(answer.get("max_result_bytes") or 0)
+        self._check_release(str(answer.get("nova") or ""))
         return answer
+
+    def _check_release(self, theirs: str) -> None:
+        """Say so when this worker runs another release than its gateway (it still joins:
+        releases of one protocol work together, and refusing would stop every worker at
+        the moment its gateway is upgraded; the protocol check refuses what cannot work)."""
+        if theirs and theirs != __version__:
+            log.warning("this worker runs nova-queue %s but its gateway runs %s: install the "
+                        "gateway's release with  pip install 'nova-queue @ %s/v1/dist/%s'  and "
+                        "start the worker again (joining meanwhile: both speak protocol %d)",
+                        __version__, theirs, self.url, dist.wheel_name(theirs),
+                        protocol.PROTOCOL)
 
     def register_worker(self, worker_id: str, fields: Mapping[str, Any], apps: Iterable[str],
                         bench: Mapping[str, Mapping[str, float | None]] | None = None) -> bool:
@@ -216,6 +239,11 @@ class GatewayLink:
         """The worker loaded ``model`` for ``app`` in ``load_s`` (it holds it warm now)."""
         return int(self._post("/v1/loaded", {"app": app, "model": model,
                                              "load_s": float(load_s)})["loads"])
+
+    def note_loading(self, worker_id: str, app: str, model: str, *, start: bool = True) -> int:
+        """The worker starts (or stops) loading ``model`` for ``app``."""
+        return int(self._post("/v1/loading", {"app": app, "model": model,
+                                              "start": bool(start)})["started_ms"])
 
     def stage(self, key: str, data: bytes, content_type: str,
               metadata: Mapping[str, str] | None) -> None:

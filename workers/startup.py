@@ -16,6 +16,7 @@ import time
 from nova_queue.apps.base import AppContext, TaskInput
 from nova_queue.workers.apps import WorkerApp
 from nova_queue.workers.execute import WorkerShutdown, run_app
+from nova_queue.workers.loading import still_running
 from nova_queue.workers.prepare import failure_reason
 
 log = logging.getLogger(__name__)
@@ -55,9 +56,12 @@ def benchmark_app(app: WorkerApp, ctx: AppContext, *, runs: int = 3,
                          cost=cost, params=params, attempt=1, lease_gen=0,
                          attempt_id="benchmark")
         started = time.perf_counter()
-        runner.prepare(params)
+        log.info("benchmark %s: preparing (an app with a model loads it first)", app.name)
+        with still_running(app.name, "preparing the startup benchmark"):
+            runner.prepare(params)
         load_s = time.perf_counter() - started
-        _, cold_s = run_app(runner, ctx, [task])
+        with still_running(app.name, "running the startup benchmark's first task"):
+            _, cold_s = run_app(runner, ctx, [task])
         times: list[float] = []
         deadline = time.perf_counter() + budget_s
         while len(times) < runs and time.perf_counter() < deadline:

@@ -80,6 +80,12 @@ class AppSpec:
     #: waiting on I/O): ``nova-queue worker --concurrency N`` gives it N task slots. False
     #: (the default) keeps one: a GPU app batches its tasks instead.
     concurrent: ClassVar[bool] = False
+    #: The nova-queue extra its runner needs on a worker ('': none), and whether that
+    #: includes torch (a joining machine then runs ``nova-queue setup-torch`` first, so the
+    #: extra does not pull a build that does not fit it): what ``tokens create --gateway``
+    #: prints for a token of this app.
+    worker_extra: ClassVar[str] = ""
+    needs_torch: ClassVar[bool] = False
 
     def parse_params(self, raw: Mapping[str, str]) -> dict[str, Any]:
         """Validate ``-p key=value`` strings into typed params; raise InputError naming the key."""

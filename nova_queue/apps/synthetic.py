@@ -21,6 +21,9 @@ oom_on       str      (none)       a task whose prompt contains it raises Memory
 jitter       float    0            each task runs seconds x (1 ± jitter), 0..0.9, seeded
 jitter_seed  int      0            seed of the jitter: same seed, same durations
 ===========  =======  ===========  =====================================================
+
+``crash_on`` and ``oom_on`` are for tests and demos of failures (:data:`TEST_ONLY`): a job's
+params hold them only when they are set.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from nova_queue.models import TaskSpec
 
 DEFAULTS: dict[str, Any] = {"seconds": 0.2, "size": 256, "crash_on": "", "oom_on": "",
                             "jitter": 0.0, "jitter_seed": 0}
+#: Params for tests and demos of failures: a job's params hold them only when they are set,
+#: so the gallery, ``status --json`` and the results' manifest do not show them otherwise.
+TEST_ONLY = ("crash_on", "oom_on")
 MAX_SECONDS = 3600.0
 MIN_SIZE, MAX_SIZE = 64, 1024
 MIN_COST = 0.001
@@ -55,7 +61,7 @@ class SyntheticSpec(AppSpec):
         if unknown:
             raise InputError(f"unknown parameter {unknown[0]!r} for app synthetic; "
                              f"known: {', '.join(DEFAULTS)}")
-        out = dict(DEFAULTS)
+        out = {k: v for k, v in DEFAULTS.items() if k not in TEST_ONLY}
         if "seconds" in raw:
             out["seconds"] = _number("seconds", raw["seconds"], float, 0.0, MAX_SECONDS)
         if "size" in raw:
@@ -64,13 +70,11 @@ class SyntheticSpec(AppSpec):
             out["jitter"] = _number("jitter", raw["jitter"], float, 0.0, 0.9)
         if "jitter_seed" in raw:
             out["jitter_seed"] = _number("jitter_seed", raw["jitter_seed"], int, 0, 2**31)
-        for key in ("crash_on", "oom_on"):
-            if key in raw:
-                value = raw[key]
-                if value is None:
-                    value = ""
-                if not isinstance(value, str):
-                    raise InputError(f"parameter {key!r} must be a string, got {value!r}")
+        for key in TEST_ONLY:
+            value = raw.get(key)
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"parameter {key!r} must be a string, got {value!r}")
+            if value:
                 out[key] = value
         return out
 

@@ -21,6 +21,8 @@ class Txt2ImgSpec(AppSpec):
     name = "txt2img"
     description = "Text to image with SD-Turbo (diffusers): one PNG per prompt."
     runner = "nova_queue.workers.apps.txt2img:Txt2ImgRunner"
+    worker_extra = "txt2img"
+    needs_torch = True
 
     def parse_params(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Validate params (strings, or already-parsed values) into a JSON-able dict."""

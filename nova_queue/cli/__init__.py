@@ -24,10 +24,12 @@ from nova_queue.cli.post import post_worker
 from nova_queue.cli.quarantine import quarantine
 from nova_queue.cli.results import results
 from nova_queue.cli.run import worker
+from nova_queue.cli.setup_torch import setup_torch
 from nova_queue.cli.web import web
 
 for _command in (enqueue, status, workers, results, cancel, worker, web, post_worker, demo,
-                 make_model, load_scripts, quarantine, purge, doctor, owners, gateway, tokens):
+                 make_model, load_scripts, quarantine, purge, doctor, owners, gateway, tokens,
+                 setup_torch):
     cli.add_command(_command)
 
 

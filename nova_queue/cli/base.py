@@ -200,6 +200,6 @@ def _make_context(values: dict[str, Any]) -> Context:
 def cli(**_shared: Any) -> None:
     """nova-queue: one compute pool from mixed GPUs and CPUs.
 
-    The options below work before or after the command name (after wins); demo and
-    make-model take only --log-level and --debug.
+    The options below work before or after the command name (after wins); demo,
+    make-model and setup-torch take only --log-level and --debug.
     """

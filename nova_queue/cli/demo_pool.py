@@ -28,6 +28,8 @@ from nova_queue.local import find_redis_server, free_port, wait_for
 
 log = logging.getLogger(__name__)
 
+#: Seconds between progress lines while the counts do not change.
+QUIET_EVERY_S = 10.0
 #: Simulated speed classes of the demo workers (``--slowdown``), fastest first.
 SLOWDOWNS = (1.0, 2.0, 4.0, 8.0, 1.5, 3.0, 6.0, 12.0)
 
@@ -214,15 +216,20 @@ class Demo:
         return f"http://127.0.0.1:{self.web_port}/jobs/{self.job_id}"
 
     def follow(self) -> bool:
-        """Print progress until the job ends (or forever without --exit-when-done)."""
+        """Print progress until the job ends (or forever without --exit-when-done): a line
+        when the counts change, and every :data:`QUIET_EVERY_S` while they do not, saying
+        what the workers are doing (joining, loading the model)."""
         killed = not self.options.kill_one
-        shown = -1
+        shown, shown_at = -1, time.monotonic()
         deadline = time.monotonic() + self.options.timeout_s
         while True:
             st = self.client.job(self.job_id, with_tasks=False)
-            if st.terminal != shown:
-                shown = st.terminal
-                self.echo(f"  {st.done}/{st.total} done, {st.leased} running, {st.failed} failed")
+            quiet = time.monotonic() - shown_at >= QUIET_EVERY_S
+            if st.terminal != shown or (quiet and not st.finished):
+                shown, shown_at = st.terminal, time.monotonic()
+                note = self._what_workers_do(st)
+                self.echo(f"  {st.done}/{st.total} done, {st.leased} running, {st.failed} failed"
+                          + (f"; {note}" if note else ""))
             if not killed and st.done >= max(1, st.total // 4):
                 killed = self.kill_one()
             self.restart_workers()
@@ -239,6 +246,19 @@ class Demo:
                 self.echo(f"job {self.job_id} did not finish within {self.options.timeout_s:g} s")
                 return False
             self.client.events(self.client.last_event_id(), count=1, block_ms=500)
+
+    def _what_workers_do(self, st) -> str:
+        """While nothing finishes: a worker loading the job's model, or the workers not
+        joined yet (their start-up benchmark loads the model first)."""
+        from nova_queue.cli.text import visible
+        from nova_queue.loads import loading_note
+
+        if st.finished:
+            return ""
+        if not self.client.eligible_workers(st.app):
+            return (f"waiting for the workers to join (each runs its start-up benchmark "
+                    f"first; logs in {self.data / 'logs'})")
+        return visible(loading_note(self.client, st.app, st.model))
 
     def kill_one(self) -> bool:
         """kill -9 a worker that holds a lease, to show failover."""

@@ -27,15 +27,19 @@ _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
               help="create: a label the worker gets (and may claim to have), repeatable; it "
                    "overrides what the worker reports (e.g. --label backend=cuda).")
 @click.option("--json", "as_json", is_flag=True, help="list: one JSON array.")
+@click.option("--gateway", "gateway_url", metavar="URL", envvar="NOVA_GATEWAY_URL",
+              help="create: the gateway's public URL (https://HOST): the commands that join "
+                   "a machine with the token are printed after it. Env NOVA_GATEWAY_URL.")
 @shared_options()
 @pass_ctx
 @handle_errors
 def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
-           labels: tuple[str, ...], as_json: bool) -> None:
+           labels: tuple[str, ...], as_json: bool, gateway_url: str | None) -> None:
     """Gateway worker tokens: 'create NAME' makes one and prints it (only then: Redis keeps
-    its SHA-256 only); 'list' shows name, apps, labels, created, last used and the worker
-    using it; 'revoke NAME' refuses its next request and puts its worker's leases back in
-    the queue now.
+    its SHA-256 only), with --gateway URL followed by the commands that join a machine with
+    it (install the gateway's own release, the right torch, start the worker); 'list' shows
+    name, apps, labels, created, last used and the worker using it; 'revoke NAME' refuses
+    its next request and puts its worker's leases back in the queue now.
     """
     from nova_queue import tokens as token_store
 
@@ -46,15 +50,35 @@ def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
     if not name:
         raise InputError(f"tokens {action} needs a NAME")
     if action == "create":
+        if gateway_url and not gateway_url.startswith(("https://", "http://")):
+            raise InputError(f"--gateway {gateway_url!r} must start with https:// (or http://)")
         token = token_store.create(client, name, apps=apps, labels=parse_labels(labels))
         click.echo(token)
         click.echo(f"token {name!r} created; give it to the worker as NOVA_WORKER_TOKEN (it "
                    "is not shown again)", err=True)
+        _print_join(gateway_url, token, apps, ctx.settings.gateway_ca_bundle)
         return
     worker, released = token_store.revoke(client, name)
     click.echo(f"revoked token {name!r}" + (f"; worker {visible(worker)} deregistered, "
                                             f"{released} lease(s) back in the queue"
                                             if worker else ""))
+
+
+def _print_join(url: str | None, token: str, apps: tuple[str, ...], ca_bundle: str) -> None:
+    """After a new token: the commands that join a machine with it, or how to get them."""
+    from nova_queue.cli.join import HEADER, gateway_wheel, join_commands
+
+    if not url:
+        click.echo("add --gateway URL (the gateway's public https:// address; or set "
+                   "NOVA_GATEWAY_URL) to print the commands that join a machine with it",
+                   err=True)
+        return
+    wheel, note = gateway_wheel(url, ca_bundle)
+    if note:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"\n{HEADER}\n")
+    for line in join_commands(url, token, apps, wheel):
+        click.echo(f"  {line}")
 
 
 def _list(found, as_json: bool) -> None:

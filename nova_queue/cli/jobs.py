@@ -16,7 +16,7 @@ from nova_queue.cannot_run import Runners, blocked_text
 from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import Duration, parse_pairs
 from nova_queue.cli.text import safe_json, short, visible
-from nova_queue.cli.wait import summary, wait_for_job
+from nova_queue.cli.wait import StoppedWaiting, stopped_line, summary, wait_for_job
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
 from nova_queue.limits import MAX_RETENTION_S
@@ -46,8 +46,8 @@ from nova_queue.worker_calls import STAGING_ABANDONED_MS
                    "the claiming worker's predicted time]")
 @click.option("--require", "requires", multiple=True, metavar="REQ",
               help="What a worker's labels must meet, repeatable: key=a,b (one of), key>=n, "
-                   "key<=n (e.g. --require backend=cuda,rocm --require memory_gb>=12). "
-                   "Workers' labels: nova-queue workers --json.")
+                   "key<=n, quoted for the shell (e.g. --require backend=cuda,rocm --require "
+                   "'memory_gb>=12'). Workers' labels: nova-queue workers --json.")
 @click.option("--owner", default=None, envvar="NOVA_OWNER",
               help="Whose share of the pool the job uses (fair share).  [default: "
                    "NOVA_OWNER or the login name]")
@@ -109,8 +109,12 @@ def job_tasks(ctx: Context, file: str, app: str, params: tuple[str, ...],
 
 def follow(client, job_id: str, as_json: bool) -> None:
     """``enqueue --wait``: follow the job to its end; exit 1 unless every task is done (a
-    line on stderr says why)."""
-    status = wait_for_job(client, job_id, progress=not as_json)
+    line on stderr says why), 130 after Ctrl-C (which stops the waiting, not the job)."""
+    try:
+        status = wait_for_job(client, job_id, progress=not as_json)
+    except StoppedWaiting as stop:
+        click.echo(stopped_line(stop), err=True)
+        sys.exit(130)
     if as_json:
         click.echo(json.dumps({"job_id": job_id, **status.to_json(with_tasks=False)}))
     else:
@@ -291,10 +295,16 @@ def workers(ctx: Context, as_json: bool, include_gone: bool) -> None:
 def cancel(ctx: Context, job_id: str) -> None:
     """Cancel a job: pending tasks are cancelled, running results will be rejected."""
     client = ctx.client()
+    before = client.job(job_id, with_tasks=False)
     client.cancel(job_id)
     st = client.job(job_id, with_tasks=False)
-    click.echo(f"cancelled job {visible(job_id)}: {st.cancelled} task(s) cancelled, "
-               f"{st.done} done, {st.leased} still running (their results will be rejected)")
+    counts = (f"{st.cancelled} task(s) cancelled, {st.done} done, {st.leased} still running "
+              "(their results will be rejected)")
+    if before.state == "cancelled" and st.cancelled == before.cancelled:
+        click.echo(f"job {visible(job_id)} was already cancelled: nothing was left to cancel "
+                   f"({counts})")
+        return
+    click.echo(f"cancelled job {visible(job_id)}: {counts}")
 
 
 @click.command("load-scripts")

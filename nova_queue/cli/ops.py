@@ -43,7 +43,7 @@ SKIPPED_SHOWN = 20
 def purge(ctx: Context, job_ids: tuple[str, ...], older_than_s: int | None, results: bool,
           dry_run: bool, as_json: bool) -> None:
     """Delete finished jobs from Redis now, whatever their retention: each job, its tasks and
-    index entries (the gallery and status then say 'expired'). Results in the store stay
+    index entries (the gallery and status then say 'purged'). Results in the store stay
     unless --results. A job that has not finished is refused: cancel it first. With
     --older-than, an index entry that is not a job id, or a job Redis refuses, is reported
     and skipped.

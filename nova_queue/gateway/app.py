@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -29,7 +30,8 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from nova_queue import errors
 from nova_queue.client import NovaClient
-from nova_queue.gateway import routes
+from nova_queue.dist import WheelCache
+from nova_queue.gateway import dist, routes
 from nova_queue.gateway.auth import AUTH_LUA, RateLimited
 from nova_queue.gateway.results import MAX_HEAD_BYTES
 from nova_queue.settings import Settings
@@ -91,7 +93,10 @@ def create_app(test_config: dict[str, Any] | None = None, *, settings: Settings 
     client = client or NovaClient.from_settings(settings)
     store = store or open_store(settings.resolved_store_url)
     app.extensions["nova_gateway"] = GatewayState(settings, client, store)
+    # the wheel joining machines install (gateway/dist.py), made in <NOVA_HOME>/.nova/dist
+    app.extensions["nova_wheel"] = WheelCache(Path(settings.home) / ".nova" / "dist")
     app.register_blueprint(routes.bp)
+    app.register_blueprint(dist.bp)
     app.before_request(_refuse_oversized)
     _register_errors(app)
     return app
@@ -169,6 +174,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8700, *,
     ``on_ready`` gets the bound port (useful with port 0)."""
     app = create_app(settings=settings)
     state = app.extensions["nova_gateway"]
+    app.extensions["nova_wheel"].start()  # in the background: workers are served meanwhile
     try:
         from nova_queue import protocol
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
-from nova_queue import errors, protocol, wake, wire
+from nova_queue import __version__, errors, protocol, wake, wire
 from nova_queue.gateway import results
 from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
 from nova_queue.keys import ATTEMPT_ID_RE
@@ -86,7 +86,7 @@ def hello() -> Any:
     if caller.token.worker:  # the token's previous process: its leases go back now
         state.client.deregister_worker(caller.token.worker)
     st = state.settings
-    return jsonify({"worker_id": worker_id, "protocol": protocol.PROTOCOL,
+    return jsonify({"worker_id": worker_id, "protocol": protocol.PROTOCOL, "nova": __version__,
                     "lease_ttl_s": st.lease_ttl_s, "heartbeat_interval_s": st.heartbeat_interval_s,
                     "max_result_bytes": st.gateway_max_result_bytes})
 
@@ -268,6 +268,17 @@ def loaded() -> Any:
     except (TypeError, ValueError, OverflowError):
         raise errors.InputError("loaded: load_s must be a number") from None
     return jsonify({"loads": _state().client.note_loaded(caller.worker_id, app, model, load_s)})
+
+
+@bp.post("/loading")
+def loading() -> Any:
+    """The worker starts (``start`` true) or stops loading ``model`` of ``app``."""
+    caller = authenticate()
+    body = _body()
+    app, model = _app(caller, body.get("app")), str(body.get("model", ""))[:256]
+    started = _state().client.note_loading(caller.worker_id, app, model,
+                                           start=body.get("start") is not False)
+    return jsonify({"started_ms": started})
 
 
 @bp.post("/deregister")

@@ -1,7 +1,8 @@
 --[[ loaded: a worker loaded a model for an app (its runner's prepare reported a load) and
   says so: it holds that model warm from now on (claims prefer that model's jobs for it, and
   count its load time before a job of another model), how long the load took (load:<app>,
-  the moving average of its loads) and how many it did (model_loads). Emits model_loaded.
+  the moving average of its loads) and how many it did (model_loads); the load is no longer
+  in progress (loading:<app>, which loading-4 wrote, goes). Emits model_loaded.
 
   KEYS[1] worker hash      nova:{ns}:worker:<wid>
   KEYS[2] alive zset       nova:{ns}:alive
@@ -47,6 +48,7 @@ local before = num_in(w[2], 0, MAX_RUN_S)
 local loads = (tonumber(w[4]) or 0) + 1
 redis.call('HSET', worker_key, 'load:' .. app, num(before and alpha * load_s + (1 - alpha) * before
   or load_s), 'model_loads', loads)
+redis.call('HDEL', worker_key, 'loading:' .. app) -- loading-4's mark: the load is done
 emit({ prefix = prefix, events = KEYS[3], maxlen = ARGV[7] }, 'model_loaded', 'worker', wid,
   'name', string.sub(w[3] or '', 1, 200), 'app', app, 'model', model, 'load_s', num(load_s))
 return { CODE.OK, loads }

@@ -36,13 +36,13 @@ def test_enqueue_retention_takes_units(invoke, nova_cli, tmp_path):
         assert res.exit_code == 2 and "--retention" in res.output, res.output
 
 
-def test_purge_a_job_then_status_says_expired(invoke, nova_cli, tmp_path):
+def test_purge_a_job_then_status_says_purged(invoke, nova_cli, tmp_path):
     job = finished_job(invoke, nova_cli, tmp_path)
     res = ok(invoke("purge", job))
     assert res.stdout == f"purged {job}: 2 task(s)\n"
-    rejected(invoke("status", job), f"job {job} expired")
-    rejected(invoke("purge", job), "expired")
-    rejected(invoke("cancel", job), "expired")
+    rejected(invoke("status", job), f"job {job} was purged")
+    rejected(invoke("purge", job), "was purged")
+    rejected(invoke("cancel", job), "was purged")
 
 
 def test_purge_refuses_a_running_job_and_deletes_nothing(invoke, nova_cli, tmp_path):
@@ -71,7 +71,7 @@ def test_purge_older_than_with_dry_run_and_results(invoke, nova_cli, tmp_path):
     again = ok(invoke("purge", old, "--results"))  # gone from Redis: the store's rest goes
     assert again.stdout == f"purged {old}: 0 task(s), 1 object(s) of the store\n"
     ok(invoke("purge", "--older-than", "0"))
-    rejected(invoke("status", new), "expired")
+    rejected(invoke("status", new), "was purged")
     assert nova_cli.job(running).state == "queued"
 
 

@@ -26,7 +26,7 @@ from nova_queue.local import wait_for
 
 UNREACHABLE = "redis://:s3cret@127.0.0.1:1/0"
 SHARED = {"--redis", "--store", "--namespace", "--log-level", "--debug"}
-LOCAL_COMMANDS = {"demo", "make-model"}  # no Redis: only the logging options
+LOCAL_COMMANDS = {"demo", "make-model", "setup-torch"}  # no Redis: only the logging options
 
 
 def options_of(name: str) -> set[str]:
@@ -55,12 +55,13 @@ def test_help_lists_them(redis_url, namespace, tmp_path, name):
     ("--redis", UNREACHABLE), ("--store", "file:///tmp/x"), ("--namespace", "other")])
 def test_local_commands_refuse_unused_options_on_either_side(invoke, tmp_path, name, option,
                                                             value):
-    """demo and make-model use no shared Redis or store: an option for one is refused
-    before the command name as after it, never silently ignored."""
+    """demo, make-model and setup-torch use no shared Redis or store: an option for one is
+    refused before the command name as after it, never silently ignored."""
     # arguments the command itself would refuse at once, should the option be ignored
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "taken").write_text("")
-    args = {"make-model": [name, str(tmp_path / "model")], "demo": [name, "--app", "txt2img"]}[name]
+    args = {"make-model": [name, str(tmp_path / "model")], "demo": [name, "--app", "txt2img"],
+            "setup-torch": [name, "--dry-run", "--torch-version", "bad"]}[name]
     before = invoke(option, value, *args)
     assert before.exit_code == 2 and before.stdout == "", before.output
     assert (f"{option} does not apply to 'cli {name}': it uses no shared Redis, "  # CliRunner's

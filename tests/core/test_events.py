@@ -186,6 +186,7 @@ def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     backups(nova)
     nova.set_quarantine("w3", True, reason="test")  # worker_quarantined
     nova.set_quarantine("w3", False)  # worker_released
+    nova.note_loading("w3", "synthetic", "model-a")  # model_loading
     nova.note_loaded("w3", "synthetic", "model-a", 1.5)  # model_loaded
     assert nova.purge(job) == 3  # job_expired
     departed_long_ago(nova, "w2")

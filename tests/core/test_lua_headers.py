@@ -14,7 +14,8 @@ FILES = sorted(e.name for e in FOLDER.iterdir() if e.name.endswith(".lua"))
 def test_expected_commands_exist():
     assert set(script_sources()) == {
         "enqueue", "claim", "renew", "complete", "complete_claim", "complete_batch", "fail", "reap", "cancel", "register",
-        "deregister", "retry", "abort", "quarantine", "loaded", "expire", "purge", "repair",
+        "deregister", "retry", "abort", "quarantine", "loaded", "loading", "expire", "purge",
+        "repair",
     }
 
 

@@ -161,7 +161,7 @@ def test_python_limits_equal_the_lua_limits():
 def test_every_script_is_attacked_below():
     attacked = {"cancel", "abort", "reap", "claim", "complete_claim", "complete_batch", "renew",
                 "complete", "fail", "register", "deregister", "retry", "enqueue", "quarantine", "loaded",
-                "expire", "purge", "repair"}
+                "loading", "expire", "purge", "repair"}
     assert set(script_sources()) == attacked
 
 
@@ -406,6 +406,31 @@ def test_register_with_huge_and_forged_json(nova, meter):
                   json.dumps({f"a{i}": {"bench_s": 0.1} for i in range(64)}))
     res, _ = assert_bounded(meter, ok)
     assert res[0] == 0 and nova.redis.zcard(k(nova).app_fleet("a63")) == 1
+
+
+def test_loading_and_loaded_with_huge_and_forged_input(nova, meter):
+    """No loop in either: a forged name or warm field, or huge arguments, cost one call."""
+    nova.register_worker("w", {"name": "w"}, ["synthetic"])
+    nova.redis.hset(k(nova).worker("w"), mapping={"name": "n" * 1_000_000,
+                                                  "warm:synthetic": "x" * 100_000})
+    keys = [k(nova).worker("w"), k(nova).alive(), k(nova).events(), k(nova).meta()]
+
+    def loading(model="m", action="start", wid="w", maxlen=1000):
+        own = [k(nova).worker(wid), *keys[1:]]
+        return lambda: call(nova, "loading", own,
+                            [nova.prefix, wid, "synthetic", model, action, maxlen])
+
+    for attack in (loading(model="m" * 1_000_000), loading(model="bad model"),
+                   loading(action="x" * 100_000), loading(maxlen=BIG), loading(wid="w" * 200)):
+        assert_bounded(meter, attack, expect_bad=True)
+    assert not nova.redis.hexists(k(nova).worker("w"), "loading:synthetic")
+    res, _ = assert_bounded(meter, loading())
+    assert res[0] == 0 and nova.redis.hexists(k(nova).worker("w"), "loading:synthetic")
+    entry = nova.redis.xrevrange(k(nova).events(), count=1)[0][1]
+    assert entry["type"] == "model_loading" and len(entry["name"]) == 200  # cut, not copied
+    res, _ = assert_bounded(meter, lambda: call(nova, "loaded", keys, [
+        nova.prefix, "w", "synthetic", "m", 1.5, 0.3, 1000]))
+    assert res[0] == 0 and not nova.redis.hexists(k(nova).worker("w"), "loading:synthetic")
 
 
 def test_deregister_with_huge_held_set_and_apps_field(nova, meter):

@@ -21,6 +21,7 @@ import click
 import pytest
 import yaml
 from novatests.cli import check_cli
+from novatests.docker import dockerfile
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -85,23 +86,6 @@ def services(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 # ---- Dockerfiles -----------------------------------------------------------------------
-
-def dockerfile(path: Path) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
-    out: list[tuple[str, str]] = []
-    pending = ""
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        line, pending = pending + line, ""
-        word, _, rest = line.partition(" ")
-        out.append((word.upper(), rest.strip()))
-    return out
-
 
 def exec_form(path: Path, instruction: str) -> list[str]:
     """The JSON array of the last ENTRYPOINT or CMD; fails if it is shell form."""

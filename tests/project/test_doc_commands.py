@@ -177,3 +177,39 @@ def test_collector_reads_shell_lines_and_spans(tmp_path):
 def test_placeholders_are_values_and_commands():
     parse_documented(["nova-queue", "worker", "--max-tasks", "N", "--redis", "URL"])
     assert [v[1] for v in expand(["nova-queue", "COMMAND", "--help"])] == sorted(cli.commands)
+
+
+# ---- --require with a comparison, quoted ---------------------------------------------------
+
+#: ``--require`` (or ``--require=``) followed by an unquoted word with ``<`` or ``>``: pasted
+#: into a shell, ``memory_gb>=12`` runs with ``--require memory_gb`` and writes a file ``=12``.
+UNQUOTED_REQUIRE = re.compile(r"--require(?:=|\s+)(?!['\"])[^\s'\"`]*[<>]")
+
+
+def require_texts() -> list[tuple[str, str]]:
+    """(where, text) of every doc source, line breaks joined (a code span may wrap), and of
+    every command's ``--help``."""
+    from click.testing import CliRunner
+
+    out = [(str(path.relative_to(ROOT)), " ".join(path.read_text().split()))
+           for path in SOURCES]
+    for name in sorted(cli.commands):
+        res = CliRunner().invoke(cli, [name, "--help"], terminal_width=100)
+        out.append((f"nova-queue {name} --help", " ".join(res.output.split())))
+    return out
+
+
+def test_every_documented_require_with_a_comparison_is_quoted():
+    found = [(where, m.group(0)) for where, text in require_texts()
+             for m in UNQUOTED_REQUIRE.finditer(text)]
+    assert found == [], f"quote these (--require 'memory_gb>=12'): {found}"
+    helped = dict(require_texts())["nova-queue enqueue --help"]
+    assert "--require 'memory_gb>=12'" in helped  # the help shows the quoted form
+
+
+def test_the_require_check_finds_unquoted_comparisons():
+    for bad in ("--require memory_gb>=12", "--require=memory_gb<=8", "--require  vram>16"):
+        assert UNQUOTED_REQUIRE.search(bad), bad
+    for good in ("--require 'memory_gb>=12'", '--require "memory_gb<=8"',
+                 "--require backend=cuda,rocm", "--require REQ (key>=n)"):
+        assert not UNQUOTED_REQUIRE.search(good), good

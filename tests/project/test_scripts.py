@@ -1,8 +1,8 @@
-"""scripts/test (the README's and CI's test command) and its torch choice."""
+"""scripts/test (the README's and CI's test command; its torch choice is
+``nova-queue setup-torch``'s, tested in tests/cli/test_setup_torch.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,45 +12,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "test"
-
-
-def _load_cpu_torch():
-    spec = importlib.util.spec_from_file_location("cpu_torch", ROOT / "scripts" / "cpu_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cpu_torch = _load_cpu_torch()
-
-
-def report(version: str | None) -> dict:
-    """A ``pip install --dry-run --report`` answer (format version 1) picking ``version``."""
-    if version is None:
-        return {"version": "1", "install": []}
-    return {"version": "1", "install": [{"metadata": {"name": "torch", "version": version},
-                                         "download_info": {"url": "file:///x.whl"}}]}
-
-
-@pytest.mark.parametrize("picked, system, expected", [
-    # a CPU build pip already finds (a local wheelhouse): take it as is
-    ("2.13.0+cpu", "Linux", ["torch==2.13.0"]),
-    # PyPI's Linux wheel bundles CUDA: PyTorch's CPU index instead
-    ("2.13.0", "Linux", ["--index-url", cpu_torch.CPU_INDEX, "torch==2.13.0"]),
-    (None, "Linux", ["--index-url", cpu_torch.CPU_INDEX, "torch==2.13.0"]),
-    ("2.13.0+cu128", "Linux", ["--index-url", cpu_torch.CPU_INDEX, "torch==2.13.0"]),
-    # macOS and Windows wheels on PyPI are CPU (and Metal) builds
-    ("2.13.0", "Darwin", ["torch==2.13.0"]),
-    ("2.13.0", "Windows", ["torch==2.13.0"]),
-])
-def test_cpu_torch_choice(picked, system, expected):
-    assert cpu_torch.choose("2.13.0", report(picked), system) == expected
-
-
-def test_cpu_torch_needs_a_version():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "cpu_torch.py")],
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 2 and "usage" in proc.stderr
 
 
 def test_ci_runs_the_readme_command():

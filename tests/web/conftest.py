@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from novatests.web import WEB_TOKEN
+from novatests.web import CHROMIUM, CHROMIUM_ARGS, WEB_TOKEN
 
 from nova_queue import Settings
 from nova_queue.stores import FileStore, ResultStore
@@ -67,3 +67,36 @@ def live_server(app) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium per module (Playwright gives it a fresh temporary profile);
+    the tests that use it skip without Debian's chromium."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian chromium at /usr/bin/chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                 headless=True)
+    try:
+        yield browser
+    finally:
+        browser.close()
+        pw.stop()
+
+
+@pytest.fixture
+def browser_page(chromium):
+    """A page in a fresh browser context; console errors and page errors collected."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.errors = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: page.errors.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: msg.type == "error" and page.errors.append(msg.text))
+    page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
+    try:
+        yield page
+    finally:
+        context.close()

@@ -16,13 +16,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from novatests.web import StandInWorker, enqueue
+from novatests.web import CHROMIUM, StandInWorker, enqueue
 
-CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 XSS_PROMPT = ('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
               '<b onmouseover="window.__xss=3">bold?</b>')
 BIDI_PROMPT = "invoice \u202egnp.exe"
@@ -44,48 +41,6 @@ def real_worker_available() -> bool:
     """Whether ``nova-queue worker`` exists (nova_queue/cli/run.py defines ``worker``)."""
     run = REPO / "nova_queue" / "cli" / "run.py"
     return run.exists() and bool(re.search(r"^def worker\(", run.read_text(), re.MULTILINE))
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """One headless Chromium per module (Playwright gives it a fresh temporary profile)."""
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()
-    browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-    try:
-        yield browser
-    finally:
-        browser.close()
-        pw.stop()
-
-
-@pytest.fixture
-def browser_page(chromium):
-    """A page in a fresh browser context; console errors and page errors collected."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.errors = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda exc: page.errors.append(f"pageerror: {exc}"))
-    page.on("console", lambda msg: msg.type == "error" and page.errors.append(msg.text))
-    page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
-    try:
-        yield page
-    finally:
-        context.close()
-
-
-@pytest.fixture
-def unlocked_page(browser_page, live_server):
-    """``browser_page`` with its session unlocked by the header's form: the test gallery
-    has a web token, so only an unlocked session gets live sockets (others poll)."""
-    from novatests.web import WEB_TOKEN
-
-    browser_page.goto(f"{live_server}/")
-    browser_page.fill('form.unlock input[name="token"]', WEB_TOKEN)
-    with browser_page.expect_navigation():
-        browser_page.click("form.unlock button")
-    return browser_page
 
 
 def start_worker(web_settings, nova, store, tmp_path):

@@ -71,8 +71,7 @@ def test_submission_needs_csrf_and_token(client, nova):
     job_id = resp.headers["Location"].rsplit("/", 1)[-1]
     job = nova.job(job_id)
     assert [t.input for t in job.tasks] == ["a cat", "b dog"] and job.name == "from the web"
-    assert job.params == {"seconds": 0.0, "size": 64, "crash_on": "", "oom_on": "",
-                          "jitter": 0.0, "jitter_seed": 0}
+    assert job.params == {"seconds": 0.0, "size": 64, "jitter": 0.0, "jitter_seed": 0}
     # the session is now unlocked: no token needed, CSRF still is
     assert post_job(client, token=None).status_code == 303
     assert post_job(client, token=None, csrf=None).status_code == 400

@@ -63,7 +63,8 @@ def test_missing_backend_is_refused_with_a_clear_message(name):
 def test_cuda_message_names_a_cpu_only_build():
     if torch.version.cuda or torch.version.hip:
         pytest.skip("torch here is a GPU build")
-    with pytest.raises(BackendError, match=r"no CUDA device \(torch .*, built without CUDA\)"):
+    with pytest.raises(BackendError, match=r"no CUDA device \(torch .*, built without CUDA\); "
+                                           r"nova-queue setup-torch"):
         detect_backend("cuda")
 
 

@@ -48,11 +48,12 @@ def test_registered_as_builtin():
 
 def test_params_defaults_and_parsing():
     app = SyntheticSpec()
-    assert app.parse_params({}) == {"seconds": 0.2, "size": 256, "crash_on": "", "oom_on": "",
-                                    "jitter": 0.0, "jitter_seed": 0}
+    # the test-only params (crash_on, oom_on) are in a job's params only when set
+    assert app.parse_params({}) == {"seconds": 0.2, "size": 256, "jitter": 0.0, "jitter_seed": 0}
+    assert app.parse_params({"crash_on": "", "oom_on": None}) == app.parse_params({})
     parsed = app.parse_params({"seconds": "1.5", "size": "128", "crash_on": "boom"})
-    assert parsed == {"seconds": 1.5, "size": 128, "crash_on": "boom", "oom_on": "",
-                      "jitter": 0.0, "jitter_seed": 0}
+    assert parsed == {"seconds": 1.5, "size": 128, "crash_on": "boom", "jitter": 0.0,
+                      "jitter_seed": 0}
     assert app.parse_params(parsed) == parsed  # idempotent: stored params parse again
     assert app.parse_params(json.loads(json.dumps(parsed))) == parsed
 

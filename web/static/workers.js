@@ -21,7 +21,7 @@
 
   function speeds(rows) {
     if (!rows.length) return null;
-    const head = el("tr", {}, ["app", "benchmark", "moving avg", "compile", "load", "done"]
+    const head = el("tr", {}, ["app", "bench", "avg", "compile", "load", "done"]
       .map((h) => el("th", {text: h})));
     const body = el("tbody", {}, rows.map((s) => el("tr", {}, [
       s.app, s.benchmark_text, s.ema_text, s.compile_text, s.load_text, s.done,

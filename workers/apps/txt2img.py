@@ -50,6 +50,7 @@ from nova_queue.workers.apps.txt2img_torch import (
     has_safety_checker,
     hub_folder,
     is_oom,
+    require_torch,
     synchronize,
 )
 
@@ -79,8 +80,9 @@ class Txt2ImgRunner(AppRunner):
         self._roots: tuple[Path, ...] = ()
 
     def setup(self, ctx: AppContext) -> None:
-        """Remember the backend and the model roots; choose the precision (see the module
-        docstring)."""
+        """Check torch and diffusers are here; remember the backend and the model roots;
+        choose the precision (see the module docstring)."""
+        require_torch()
         self.ctx = ctx
         self._roots = model_roots(Settings.from_env().model_roots, ctx.options.get("model"))
         if ctx.backend == "mps":
@@ -126,6 +128,7 @@ class Txt2ImgRunner(AppRunner):
 
         ctx = self._context()
         self._unload()
+        log.info("txt2img: loading %s (%s on %s)", model, self.dtype_name, ctx.device)
         found = resolve_model(model, self._roots)  # hub id, or a pipeline under the roots
         folder = found.source if found.local else hub_folder(model)
         kwargs: dict[str, Any] = {dtype_kwarg(): getattr(torch, self.dtype_name)}

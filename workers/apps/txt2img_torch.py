@@ -20,6 +20,19 @@ from nova_queue.workers.apps.txt2img_model import quiet_progress_bars
 log = logging.getLogger(__name__)
 
 
+def require_torch() -> None:
+    """AppError naming ``nova-queue setup-torch`` unless torch and diffusers import (a
+    worker for txt2img without them would join, then fail every task)."""
+    for module in ("torch", "diffusers"):
+        try:
+            __import__(module)
+        except ImportError as exc:
+            raise AppError(
+                f"txt2img needs {module}, which does not import here ({exc}): run `nova-queue "
+                "setup-torch` (the torch build for this machine), then `pip install "
+                "'nova-queue[txt2img]'`") from None
+
+
 def is_oom(exc: BaseException) -> bool:
     """True when ``exc`` means the device (CUDA, ROCm, MPS) or host ran out of memory."""
     if isinstance(exc, MemoryError):

@@ -55,6 +55,7 @@ local MAX_RETENTION_S = 315360000  -- how long a finished job stays in Redis (10
 local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before retention): 7 days
 local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
 local MIN_TOMBSTONE_S = 60         -- ... for as long again as the retention, a minute at least
+local PURGED_MARK = 0.5            -- a purged job's tombstone score: the ms it was purged + this
 local MAX_EXPIRE_JOBS = 256        -- due jobs (and old tombstones) one sweep looks at
 local MAX_HALF_LIFE_S = 31536000   -- fair share's usage half-life (365 days)
 local LN2 = 0.69314718055994531    -- log2(x) = math.log(x) / LN2 (Lua 5.1 has no log2)

@@ -4,8 +4,8 @@
   decides nothing. The first call takes the job out of the listings (jobs, finished, its
   owner's queue of its app, and the owner out of the app's owners when that queue is left
   empty) and marks it 'expired'; deleted tasks leave `failed`. The last call deletes the job hash and its
-  retention entry, leaves a tombstone in `expired` (readers say "expired", not "unknown") and
-  emits job_expired. Results in the store are not touched. why: 'retention' | 'purge'.
+  retention entry, leaves a tombstone in `expired` (readers say "expired", or "purged" for a
+  score that ends in PURGED_MARK, not "unknown") and emits job_expired. Results in the store are not touched. why: 'retention' | 'purge'.
   ctx fields used: prefix, jobs, finished, failed, expiring, expired, events, maxlen.
   Returns tasks deleted, done (true when nothing of the job is left).
 ]]
@@ -47,7 +47,7 @@ local function purge_job(ctx, job_id, now, budget, why)
   end
   redis.call('DEL', job_key)
   redis.call('ZREM', ctx.expiring, job_id)
-  redis.call('ZADD', ctx.expired, now, job_id)
+  redis.call('ZADD', ctx.expired, why == 'purge' and now + PURGED_MARK or now, job_id)
   emit(ctx, 'job_expired', 'job', job_id, 'tasks', int(index), 'why', why)
   return #tids, true
 end

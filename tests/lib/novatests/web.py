@@ -4,6 +4,7 @@ with real synthetic PNGs, CSRF tokens, and an audit of markup a browser would ru
 from __future__ import annotations
 
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 from nova_queue import NovaClient
@@ -13,6 +14,11 @@ from nova_queue.stores import ResultStore, result_key
 from nova_queue.workers.apps import load_worker_app
 
 WEB_TOKEN = "test-web-token-123"
+#: Debian's Chromium, which the browser tests drive (Playwright cannot download browsers
+#: here), and the flags it runs with.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"
 

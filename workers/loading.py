@@ -1,0 +1,102 @@
+"""While a runner prepares a job: a model load is recorded and logged, never silent.
+
+A runner's ``prepare`` may load a model for minutes (txt2img: a first download, a large
+pipeline on a slow disk). Around it (:meth:`ModelLoads.preparing`):
+
+- when the job's model (its spec's ``model_key``) is not the one this worker last
+  recorded loading, it logs that it loads it and records the start (``note_loading``:
+  ``enqueue --wait`` and the demo show "loading model on w1 (12 s)", the gallery's feed a
+  ``model_loading`` event); a prepare that loaded nothing after all, or failed, takes the
+  record back (a load it did is recorded by :meth:`ModelLoads.record`, ``note_loaded``);
+- every :data:`PROGRESS_EVERY_S` while ``prepare`` runs, a log line says it still does, and
+  for how long (:func:`still_running`, which the startup benchmark uses too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+
+from nova_queue.errors import NovaError
+
+log = logging.getLogger(__name__)
+
+#: How often a long prepare says it is still at it.
+PROGRESS_EVERY_S = 10.0
+
+
+@contextlib.contextmanager
+def still_running(app: str, what: str) -> Iterator[None]:
+    """Log ``<app>: still <what> (N s)`` every :data:`PROGRESS_EVERY_S` while the block runs."""
+    done, started = threading.Event(), time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(PROGRESS_EVERY_S):
+            log.info("%s: still %s (%.0f s)", app, what, time.monotonic() - started)
+
+    threading.Thread(target=tick, name="nova-progress", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+class Preparing:
+    """One prepare: whether its start was recorded (``noted``) and whether it loaded."""
+
+    def __init__(self) -> None:
+        self.noted = False
+        self.loaded = False
+
+
+class ModelLoads:
+    """One executor's model loads (an app's, on one worker): see the module docstring."""
+
+    def __init__(self, client: Any, worker_id: str, app: str):
+        self.client, self.worker_id, self.app = client, worker_id, app
+        #: the model its runner holds, as far as this worker knows (None: none yet)
+        self.warm: str | None = None
+
+    def _note(self, model: str, start: bool) -> bool:
+        """note_loading; a failure costs only the display (logged, not raised)."""
+        try:
+            self.client.note_loading(self.worker_id, self.app, model, start=start)
+            return True
+        except (redis.RedisError, NovaError) as exc:
+            log.debug("could not record that loading %s %s: %s", model,
+                      "started" if start else "stopped", exc)
+            return False
+
+    @contextlib.contextmanager
+    def preparing(self, model: str, job_id: str) -> Iterator[Preparing]:
+        """Around the runner's ``prepare`` for ``job_id``, whose model is ``model`` ('' for
+        none); the caller sets ``.loaded`` to what prepare answered."""
+        state = Preparing()
+        loading = bool(model) and model != self.warm
+        if loading:
+            log.info("%s: loading model %s for job %s", self.app, model, job_id)
+            state.noted = self._note(model, True)
+        what = f"loading model {model}" if loading else "preparing"
+        try:
+            with still_running(self.app, f"{what} for job {job_id}"):
+                yield state
+            self.warm = model or self.warm  # prepared: the runner holds it
+        finally:
+            if state.noted and not state.loaded:  # no load to record: take the start back
+                self._note(model, False)
+
+    def record(self, model: str, load_s: float) -> None:
+        """The runner loaded ``model`` in ``load_s``: the worker holds it warm now (claims
+        prefer its jobs here; this also ends the loading record)."""
+        if not model:
+            return
+        try:
+            self.client.note_loaded(self.worker_id, self.app, model, load_s)
+        except (redis.RedisError, NovaError) as exc:
+            log.warning("could not record the load of %s (%s)", model, exc)
