@@ -29,13 +29,13 @@ from nova_queue.models import (
     JobStatus,
     TaskInfo,
     TaskSpec,
-    WorkerInfo,
     int_field,
 )
 from nova_queue.placement import Requirement
 from nova_queue.retention import RetentionCalls
 from nova_queue.scripts import Scripts
 from nova_queue.settings import Settings
+from nova_queue.worker_info import WorkerInfo
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from nova_queue.cannot_run import Blocked, CannotRun, blocked_text
-from nova_queue.models import Event, JobStatus, TaskInfo, WorkerInfo
+from nova_queue.models import Event, JobStatus, TaskInfo
 from nova_queue.stores import own_result_ext
 from nova_queue.web.text import BACKEND_LABELS, backend_label, fmt_age, fmt_bytes, fmt_seconds
+from nova_queue.worker_info import WorkerInfo
 
 #: Results with these extensions are shown as images in the gallery.
 IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "webp", "gif", "avif"})

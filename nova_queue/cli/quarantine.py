@@ -13,7 +13,7 @@ from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.text import visible
 from nova_queue.errors import InputError
 from nova_queue.limits import MAX_COOLDOWN_S
-from nova_queue.models import WorkerInfo
+from nova_queue.worker_info import WorkerInfo
 
 
 @click.command()

@@ -102,7 +102,7 @@ def test_purge_escapes_ids_and_skips_what_is_not_a_finished_job(invoke, nova_cli
     assert res.stdout == f"purged {old}: 2 task(s)\n"
     assert "warning: skipped job forged: job forged is running" in res.stderr
     assert "1 job(s) purged" in res.stderr
-    rejected(invoke("status", old), "expired")
+    rejected(invoke("status", old), "purged")
     as_json = json.loads(ok(invoke("purge", "--older-than", "1d", "--json")).stdout)
     assert as_json == {"purged": [], "skipped": [PLANTED]}
 

@@ -50,8 +50,8 @@ def test_a_task_through_the_gateway_end_to_end(gw, admin, make_token, gw_app):
 
 
 def test_missing_bad_and_revoked_tokens_are_401(gw, admin, make_token):
-    assert gw.post("/v1/hello", json={"protocol": 2}).status_code == 401
-    assert gw.post("/v1/hello", json={"protocol": 2},
+    assert gw.post("/v1/hello", json={"protocol": protocol.PROTOCOL}).status_code == 401
+    assert gw.post("/v1/hello", json={"protocol": protocol.PROTOCOL},
                    headers=auth("not-a-token")).status_code == 401
     token = make_token("gone")
     join(gw, token)
@@ -107,7 +107,7 @@ def test_an_upload_to_another_attempts_key_is_refused(gw, admin, make_token, gw_
 
 def test_apps_and_labels_are_the_tokens(gw, admin, make_token):
     token = make_token("lab", apps=("synthetic",), labels={"gpu": "4090"})
-    res = gw.post("/v1/hello", json={"protocol": 2}, headers=auth(token))
+    res = gw.post("/v1/hello", json={"protocol": protocol.PROTOCOL}, headers=auth(token))
     wid = res.json["worker_id"]
     res = gw.post("/v1/register", json={"fields": FIELDS, "apps": ["txt2img"]},
                   headers=auth(token, wid))
@@ -120,7 +120,7 @@ def test_apps_and_labels_are_the_tokens(gw, admin, make_token):
     (w,) = [w for w in admin.workers() if w.alive]
     assert w.labels["gpu"] == "4090" and w.labels["backend"] == "cpu"
     pinned = make_token("pinned", labels={"backend": "cuda"})
-    res = gw.post("/v1/hello", json={"protocol": 2}, headers=auth(pinned))
+    res = gw.post("/v1/hello", json={"protocol": protocol.PROTOCOL}, headers=auth(pinned))
     res = gw.post("/v1/register", json={"fields": FIELDS, "apps": ["synthetic"]},
                   headers=auth(pinned, res.json["worker_id"]))
     assert res.status_code == 403 and "backend=cpu" in res.json["error"]  # contradicts it
@@ -173,10 +173,10 @@ def test_results_over_the_size_limit_are_413(small, admin, make_token):
 
 def test_the_rate_limit_is_429_with_retry_after(small, make_token):
     token = make_token("fast")
-    codes = [small.post("/v1/hello", json={"protocol": 2}, headers=auth(token)).status_code
+    codes = [small.post("/v1/hello", json={"protocol": protocol.PROTOCOL}, headers=auth(token)).status_code
              for _ in range(7)]
     assert codes[:5] == [200] * 5 and codes[5:] == [429, 429]
-    res = small.post("/v1/hello", json={"protocol": 2}, headers=auth(token))
+    res = small.post("/v1/hello", json={"protocol": protocol.PROTOCOL}, headers=auth(token))
     assert 1 <= int(res.headers["Retry-After"]) <= 61
 
 

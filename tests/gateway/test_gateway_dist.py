@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nova_queue import __version__
+from nova_queue import __version__, protocol
 from nova_queue.dist import WheelCache, make_wheel, wheel_name
 
 
@@ -38,7 +38,7 @@ def dist_gw(gw_app, wheel_dir):
 
 def test_version_and_wheel_need_no_token(dist_gw):
     version = dist_gw.get("/v1/version").get_json()
-    assert version == {"service": "nova-queue-gateway", "nova": __version__, "protocol": 2,
+    assert version == {"service": "nova-queue-gateway", "nova": __version__, "protocol": protocol.PROTOCOL,
                        "wheel": wheel_name(__version__)}
     resp = dist_gw.get(f"/v1/dist/{wheel_name(__version__)}")  # no Authorization header
     assert resp.status_code == 200

@@ -9,7 +9,7 @@ import json
 import pytest
 from novatests.gateway import auth, join
 
-from nova_queue import TaskSpec, tokens
+from nova_queue import TaskSpec, protocol, tokens
 from nova_queue.gateway.results import HEAD_HEADER, RAW_TYPE
 from nova_queue.keys import result_key
 
@@ -124,7 +124,7 @@ def test_unknown_and_revoked_tokens_are_401_and_leave_no_keys(gw, admin, make_to
     for bearer in (token, "not-a-token"):
         res, _ = raw_commit(gw, bearer, lease)
         assert res.status_code == 401 and res.json["kind"] == "token"
-        res = gw.post("/v1/hello", json={"protocol": 2}, headers=auth(bearer))
+        res = gw.post("/v1/hello", json={"protocol": protocol.PROTOCOL}, headers=auth(bearer))
         assert res.status_code == 401
     # no rate window for an unknown token, no stub of the revoked one's hash
     assert set(admin.redis.scan_iter(match=admin.keys.prefix + "*")) == before

@@ -100,3 +100,17 @@ def browser_page(chromium):
         yield page
     finally:
         context.close()
+
+
+@pytest.fixture
+def unlocked_page(browser_page, live_server):
+    """``browser_page`` with its session unlocked by the header's form: the test gallery
+    has a web token, so only an unlocked session gets live sockets (others poll)."""
+    from novatests.web import WEB_TOKEN
+
+    browser_page.goto(f"{live_server}/")
+    browser_page.fill('form.unlock input[name="token"]', WEB_TOKEN)
+    with browser_page.expect_navigation():
+        browser_page.click("form.unlock button")
+    return browser_page
+

@@ -307,11 +307,11 @@ PILL_JS = "(sel) => { const n = document.querySelector(sel); return [n.textConte
           "getComputedStyle(n).color]; }"
 
 
-def test_a_failed_job_turns_red_and_one_with_failed_tasks_amber_live(browser_page, live_server,
+def test_a_failed_job_turns_red_and_one_with_failed_tasks_amber_live(unlocked_page, live_server,
                                                                      nova, store):
     """The badge and the bar follow the live feed as a job ends: red 'failed' when every task
     failed, amber 'done · 1 failed' when one did; never the green of a full success."""
-    page = browser_page
+    page = unlocked_page
     doomed = enqueue(nova, ["a", "b"], max_attempts=1, name="doomed")
     mixed = enqueue(nova, ["c", "d"], max_attempts=1, name="mixed")
     w = StandInWorker(nova, store, "w1", name="cpu-one")

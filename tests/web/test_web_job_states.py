@@ -65,7 +65,8 @@ def test_the_live_feed_carries_the_badge(client, ended):
 def test_the_json_api_equals_the_python_api_on_ended_jobs(client, nova, ended):
     for job in ended.values():
         assert client.get(f"/api/jobs/{job}").get_json() == {
-            **json.loads(json.dumps(nova.job(job).to_json())), "eligible_workers": 1}
+            **json.loads(json.dumps(nova.job(job).to_json())), "eligible_workers": 1,
+            "cannot_run": []}
     listed = {j["job_id"]: (j["state"], j["done"], j["failed"])
               for j in client.get("/api/jobs").get_json()}
     assert listed == {ended["failed"]: ("failed", 0, 2), ended["partial"]: ("done", 2, 1),
