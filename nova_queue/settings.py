@@ -1,8 +1,8 @@
 """One frozen settings object, read from ``NOVA_*`` environment variables.
 
 Every default is defined here and nowhere else; the CLI's options read the
-same environment variables and the web app reads this object. The README's
-configuration table mirrors :data:`FIELDS`.
+same environment variables and the web app reads this object. The table of
+docs/CONFIGURATION.md mirrors :class:`Settings`'s fields (tests/project/test_docs.py).
 """
 
 from __future__ import annotations
