@@ -205,7 +205,7 @@ def test_a_poison_task_fails_and_benches_nobody(fleet, nova_chaos, record):
     wait_for(lambda: finished(nova, job), timeout_s=90, message="the job to finish")
     st = nova.job(job)
     assert (st.state, st.done, st.failed) == ("done", 8, 1)
-    assert set(st.tasks[8].failed_on) == {w.worker_id for w in nova.workers()}
+    assert set(st.tasks[8].failed_on) == {w.identity for w in nova.workers()}  # identities
     assert not any(w.quarantined for w in nova.workers())
     verdict, codes = verify(nova, fleet, job, procs, expect="terminal")
     assert codes == [0, 0]

@@ -26,10 +26,12 @@ WORKER_SCRIPTS = ("claim", "renew", "complete", "complete_claim", "complete_batc
 #: (client.events with block_ms: XREAD; client.last_event_id: XREVRANGE).
 WORKER_DIRECT = {"evalsha", "xread", "xrevrange", "ping"}
 #: Every command the gallery (web/) and NovaClient's read methods send: job/task/worker
-#: hashes (HGETALL, HGET), sets (SMEMBERS, SCARD), sorted sets (ZREVRANGE, ZRANGE,
-#: ZRANGEBYSCORE, ZMSCORE, ZCARD), the event stream (XRANGE, XREVRANGE, XREAD, XLEN), TIME.
-GALLERY_READS = {"ping", "time", "hget", "hgetall", "scard", "smembers", "zcard", "zmscore",
-                 "zrange", "zrangebyscore", "zrevrange", "xlen", "xrange", "xread", "xrevrange"}
+#: hashes (HGETALL, HGET; HMGET: the fields of live workers that say who can run a job),
+#: sets (SMEMBERS, SCARD), sorted sets (ZREVRANGE, ZRANGE, ZRANGEBYSCORE, ZMSCORE, ZCARD),
+#: the event stream (XRANGE, XREVRANGE, XREAD, XLEN), TIME.
+GALLERY_READS = {"ping", "time", "hget", "hmget", "hgetall", "scard", "smembers", "zcard",
+                 "zmscore", "zrange", "zrangebyscore", "zrevrange", "xlen", "xrange", "xread",
+                 "xrevrange"}
 Denied = redis.exceptions.NoPermissionError
 
 
