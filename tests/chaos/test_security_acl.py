@@ -275,7 +275,7 @@ def test_no_role_may_run_a_command_whose_cost_an_argument_picks(acl_redis, names
 def test_a_worker_credential_cannot_stall_redis_with_a_negative_count(acl_redis, namespace):
     """The probe's attack, by hand with the worker login: refused at once; the scripts read
     a bounded part of a set instead (SSCAN ... COUNT)."""
-    server, urls, admin = acl_redis
+    _, urls, admin = acl_redis
     load_scripts(admin)
     admin.register_worker("w", {"name": "w"}, ["synthetic"])
     wr = redis.Redis.from_url(urls["nova-worker"], decode_responses=True)

@@ -218,14 +218,14 @@ def test_a_gateway_worker_whose_commit_is_refused_runs_on(live_gateway, admin, m
 @pytest.mark.parametrize("path, body", [
     ("/v1/claim", '{"app": "synthetic", "attempt_ids": ["a"], "wait_ms": 1e400}'),
     ("/v1/claim", '{"app": "synthetic", "attempt_ids": ["a"], "wait_ms": Infinity}'),
-    ("/v1/fail", '{"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1,'
-                 ' "attempt_id": "a"}, "kind": "error", "batch": 1e400}'),
-    ("/v1/fail", '{"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1e400,'
-                 ' "attempt_id": "a"}, "kind": "error"}'),
+    ("/v1/fail", ('{"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1,'
+                  ' "attempt_id": "a"}, "kind": "error", "batch": 1e400}')),
+    ("/v1/fail", ('{"lease": {"task_id": "j:0", "app": "synthetic", "lease_gen": 1e400,'
+                  ' "attempt_id": "a"}, "kind": "error"}')),
     ("/v1/loaded", '{"app": "synthetic", "model": "m", "load_s": 1' + "0" * 400 + "}"),
     ("/v1/renew", '{"leases": [["j:0", 1e400, "a"]]}'),
-    ("/v1/register", '{"fields": {}, "apps": ["synthetic"], "bench": {"synthetic":'
-                     ' {"bench_s": NaN}}}'),
+    ("/v1/register", ('{"fields": {}, "apps": ["synthetic"], "bench": {"synthetic":'
+                      ' {"bench_s": NaN}}}')),
 ])
 def test_numbers_that_do_not_fit_are_400_not_a_traceback(served, make_token, caplog, path,
                                                          body):
