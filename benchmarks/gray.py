@@ -8,8 +8,10 @@ run), with one worker's failure switched on through the synthetic app's control 
 - ``throttle``: the fastest worker turns 100x slower once half the tasks are done. T*
   counts it only until that instant (as a killed worker): what it does afterwards is a
   bonus no schedule needs.
-- ``blackhole``: the 4090-like worker fails every task at once, from the start. T* is
-  the healthy workers' (the broken one finishes nothing); ``failed_tasks`` must be 0.
+- ``blackhole``: the 4090-like worker fails every task at once, from the start of the job
+  (switched on once it joined: with its failure on from the process's start, its startup
+  self-test fails and it never serves the app). T* is the healthy workers' (the broken one
+  finishes nothing); ``failed_tasks`` must be 0.
 - ``hang``: the fastest worker's tasks never return (its heartbeat lives) from a quarter
   of the job on; the job's run-time limit is ``hang_timeout_s``. ``hang_recovery_s``: from
   the claim of its first hung task to that task's commit elsewhere.
@@ -58,8 +60,8 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
                                  heartbeat_interval_s=heartbeat_s)
     controls = {c.name: folder / ns / f"{c.name}.control.json" for c in FLEET}
     (folder / ns).mkdir(parents=True, exist_ok=True)
-    for name, path in controls.items():
-        _control(path, **({"fail": "all"} if scenario == "blackhole" and name == BROKEN else {}))
+    for path in controls.values():
+        _control(path)
     procs: dict[str, Proc] = {}
     switched_at = math.inf
     stop = threading.Event()
@@ -71,6 +73,8 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
                 extra=("-o", f"control={controls[c.name]}"))
         wait_for(lambda: sum(e.type == "worker_joined" for e in client.events(count=1000))
                  >= len(FLEET), cfg.ready_timeout_s, 0.05, f"{len(FLEET)} nova workers")
+        if scenario == "blackhole":  # after its startup self-test passed (else it never joins)
+            _control(controls[BROKEN], fail="all")
         if scenario == "phantom":
             _phantom(client, heartbeat_s, stop)
         t0 = time.time()
