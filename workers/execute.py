@@ -1,10 +1,10 @@
 """Runs leased tasks and commits their results: run -> upload (write-once) -> commit.
 
-A result is uploaded under a key that contains job, task, ``lease_gen`` and ``attempt_id``,
-then committed through the fenced scripts (:mod:`~nova_queue.workers.commits`): with a Redis
-client, a run's results wait (at most :data:`MAX_HOLD_S`, at most 64) and go in one
-``complete_batch`` call; a single result (or any through a gateway link) goes through
-``complete``. The run's last call also claims the next tasks in the same round trip
+A result is uploaded under a key that contains job, task, ``lease_gen`` and ``attempt_id``
+(through the worker's transport, ``workers/transport.py``), then committed through the
+fenced scripts (:mod:`~nova_queue.workers.commits`): a run's results wait (at most
+:data:`MAX_HOLD_S`, at most 64) and go in one ``complete_batch`` call, and a single result
+through ``complete``, directly or through a gateway alike. The run's last call also claims the next tasks in the same round trip
 (:class:`~nova_queue.workers.claims.Claims` says for which app, with which attempt ids), and
 :class:`RunOutcome` hands their leases back. A commit rejected as stale or refused (its task
 then fails) deletes its orphan object; one whose outcome is unknown (Redis unreachable for
@@ -24,7 +24,6 @@ from typing import Any
 import redis
 
 from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
-from nova_queue.client import NovaClient
 from nova_queue.errors import (
     ObjectExistsError,
     ResultTooLargeError,
@@ -33,7 +32,7 @@ from nova_queue.errors import (
 )
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult, Lease
-from nova_queue.stores import ResultStore, result_key
+from nova_queue.stores import result_key
 from nova_queue.stores.base import fit_metadata_value as _fit
 from nova_queue.workers.apps import AppRunner, WorkerApp
 from nova_queue.workers.claims import NextClaim
@@ -42,6 +41,7 @@ from nova_queue.workers.heartbeat import Heartbeat
 from nova_queue.workers.loading import ModelLoads
 from nova_queue.workers.prepare import failure_reason
 from nova_queue.workers.slots import run_batches
+from nova_queue.workers.transport import WorkerTransport
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,6 @@ class _Run:
     """One call of :meth:`Executor.run`: its outcome so far and how its last commit claims."""
 
     outcome: RunOutcome
-    last_task: str | None
     next_claim: Callable[[int], NextClaim | None] | None
     #: uploaded results not committed yet (batched commits), and since when
     ready: list[Ready] = dataclasses.field(default_factory=list)
@@ -125,10 +124,10 @@ class Executor:
     (the startup benchmark), so the first run counts as warm. ``slots``: batches of one job
     it may run at once (workers/slots.py)."""
 
-    def __init__(self, client: NovaClient, store: ResultStore, app: WorkerApp, ctx: AppContext,
+    def __init__(self, client: WorkerTransport, app: WorkerApp, ctx: AppContext,
                  heartbeat: Heartbeat, stop_event: threading.Event, *, warm: bool = False,
                  slots: int = 1):
-        self.client, self.store, self.ctx = client, store, ctx
+        self.client, self.ctx = client, ctx
         self.spec, self.runner = app.spec, app.runner
         self.heartbeat = heartbeat
         self.stop_event = stop_event
@@ -156,7 +155,7 @@ class Executor:
         for lease in leases:
             by_job.setdefault(lease.job_id, []).append(lease)
         groups = list(by_job.values())
-        run = _Run(RunOutcome(), groups[-1][-1].task_id if groups else None, next_claim)
+        run = _Run(RunOutcome(), next_claim)
         started, calls_s, calls = time.perf_counter(), self.committer.calls_s, self.committer.calls
         try:
             for group in groups:
@@ -272,25 +271,17 @@ class Executor:
     # ---- a task's result: upload, commit, settle ---------------------------------------------
     def _finish(self, run: _Run, lease: Lease, output: TaskOutput, run_s: float,
                 warm: bool) -> None:
-        """Upload the result and commit it: at once through a gateway link, else with the
-        run's other results (:meth:`_flush`)."""
+        """Upload the result and hold it for the run's next commit call (:meth:`_flush`)."""
         if self._lost(run, lease):
             return
         key = self._upload(run, lease, output)
         if key is None:
             return  # reported as failed
-        ready = Ready(lease, key, run_s, warm, self._provenance(output))
-        if self.committer.batched:
-            if not run.ready:
-                run.ready_since = time.perf_counter()
-            run.ready.append(ready)
-            if len(run.ready) >= MAX_CLAIM_K:
-                self._flush(run, last=False)
-            return
-        plan = (run.next_claim(run.outcome.committed)
-                if run.next_claim is not None and lease.task_id == run.last_task else None)
-        self._settle(run, ready, plan, self.committer.one(ready, plan))
-        self.heartbeat.drop(lease)
+        if not run.ready:
+            run.ready_since = time.perf_counter()
+        run.ready.append(Ready(lease, key, run_s, warm, self._provenance(output)))
+        if len(run.ready) >= MAX_CLAIM_K:
+            self._flush(run, last=False)
 
     def _flush(self, run: _Run, *, last: bool) -> None:
         """Commit the results the run holds in one call; ``last``: the run's last call,
@@ -311,9 +302,10 @@ class Executor:
         key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id,
                          output.extension)
         try:
-            self.store.put(key, output.data, output.content_type, self._object_meta(lease))
+            self.client.upload(key, output.data, output.content_type, self._object_meta(lease))
         except ObjectExistsError:
-            return self._own_earlier_put(run, lease, key)
+            self._fail(run, lease, "infra", f"result key {key} is taken by another object")
+            return None
         except ResultTooLargeError as exc:  # the gateway's limit: a task error, not the store's
             self._fail(run, lease, "error", str(exc))
             return None
@@ -321,19 +313,6 @@ class Executor:
             self._store_failed(run, lease, exc)
             return None
         return key
-
-    def _own_earlier_put(self, run: _Run, lease: Lease, key: str) -> str | None:
-        """The key exists: our own retried put (its first reply was lost) if the object
-        carries this attempt id; else the key is taken and the task fails."""
-        try:
-            info = self.store.head(key)
-        except StoreError as exc:
-            self._store_failed(run, lease, exc)
-            return None
-        if info and info.metadata.get("attempt-id") == lease.attempt_id:
-            return key
-        self._fail(run, lease, "infra", f"result key {key} is taken by another object")
-        return None
 
     def _store_failed(self, run: _Run, lease: Lease, exc: StoreError) -> None:
         log.warning("store failed for %s: %s", lease.task_id, exc)
@@ -367,7 +346,7 @@ class Executor:
         elif commit.state in ("stale", "refused"):
             log.warning("%s; deleting orphan %s", commit.error, r.key)
             try:
-                self.store.delete(r.key)
+                self.client.discard(r.key)
             except StoreError as exc:
                 log.warning("could not delete orphan %s: %s", r.key, exc)
             if commit.state == "stale":

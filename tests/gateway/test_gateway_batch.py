@@ -2,8 +2,10 @@
 one worker in one request, each written under its attempt's key, committed in one script and
 answered on its own, refused and cleaned up as one commit is (a refused commit deletes only
 its own result; a batch refused before the script writes nothing). The token is checked
-before a byte of the body is read, and the body is bounded. Against real Redis and a file
-store."""
+before a byte of the body is read, and the body is bounded. Then the worker's link, which
+cuts a batch into requests within the gateway's limits, and a real gateway worker, whose
+cheap tasks are committed in batches as a direct worker's are. Against real Redis and a
+file store."""
 
 from __future__ import annotations
 
@@ -11,15 +13,21 @@ import dataclasses
 import json
 import logging
 import os
+import threading
 
 import pytest
-from novatests.gateway import auth, join
+from novatests.gateway import auth, gateway_worker, join
 from novatests.seed import set_speed
 
-from nova_queue import TaskSpec, wire
+from nova_queue import Settings, TaskSpec, wire
+from nova_queue.batch_calls import BatchCommit
 from nova_queue.errors import JobCancelledError
 from nova_queue.keys import result_key
 from nova_queue.limits import MAX_CLAIM_K
+from nova_queue.local import wait_for
+from nova_queue.models import CompleteResult
+from nova_queue.stores import open_store
+from nova_queue.workers.link import GatewayLink
 
 FENCE = ("task_id", "app", "lease_gen", "attempt_id")
 
@@ -177,3 +185,98 @@ def test_a_batch_body_is_bounded(gw_settings, admin, make_token):
         assert {admin.task(x["task_id"]).state for x in leases} == {"leased"}
     finally:
         app.extensions["nova_gateway"].close()
+
+
+def joined_link(url: str, admin, token: str, k: int, size: int = 8,
+                meta=None) -> tuple[GatewayLink, str, list[BatchCommit]]:
+    """A link that joined through the gateway at ``url``, with ``k`` leases of a job of
+    ``k + 2`` tasks claimed and their results (``size`` bytes) uploaded: the commits."""
+    link = GatewayLink(Settings(gateway_url=url, worker_token=token))
+    hello = link.hello(threading.Event())
+    assert hello is not None
+    wid = hello["worker_id"]
+    link.register_worker(wid, {"name": "link"}, ["synthetic"])
+    set_speed(admin, wid, "synthetic", 0.01)
+    admin.enqueue("synthetic", [TaskSpec(f"t{i}", 1.0) for i in range(k + 2)])
+    leases = link.claim(wid, "synthetic", k).leases
+    assert len(leases) == k
+    commits = []
+    for x in leases:
+        key = result_key(x.job_id, x.index, x.lease_gen, x.attempt_id, "png")
+        link.upload(key, bytes([x.index]) * size, "image/png", {"attempt-id": x.attempt_id})
+        commits.append(BatchCommit(x, key, 0.1, True, (meta or {}).get(x.index, {})))
+    return link, wid, commits
+
+
+def test_the_link_cuts_a_batch_within_the_gateways_limits(gw_settings, admin, make_token):
+    """Results of 1500 bytes against a limit of 2048: one request each, the claim with the
+    last; every commit answered, in order."""
+    from nova_queue.gateway import create_app
+    from nova_queue.web.app import make_web_server
+
+    settings = dataclasses.replace(gw_settings, gateway_max_result_bytes=2048)
+    app = create_app(settings=settings)
+    server = make_web_server(settings, "127.0.0.1", 0, app)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        link, wid, commits = joined_link(f"http://127.0.0.1:{server.port}", admin,
+                                         make_token("cut"), 3, size=1500)
+        assert link.batches and link.max_result_bytes == 2048
+        res = link.complete_batch(wid, commits, app="synthetic", k=2)
+        assert [type(r) for r in res.results] == [CompleteResult] * 3
+        assert res.claimed is not None and [x.index for x in res.claimed.leases] == [3, 4]
+        store = app.extensions["nova_gateway"].store
+        for c in commits:
+            assert store.get(c.result_key).data == bytes([c.lease.index]) * 1500
+            assert admin.task(c.lease.task_id).state == "done"
+    finally:
+        server.shutdown()
+        thread.join(10)
+        server.server_close()
+        app.extensions["nova_gateway"].close()
+
+
+def test_a_gateway_without_batches_gets_a_batch_one_commit_at_a_time(live_gateway, gw_app,
+                                                                    admin, make_token):
+    """A gateway of the earlier release offers no ``complete_batch`` in its hello: the link
+    sends each commit alone, the claim with the last, and answers as a batch does (a
+    refused commit refused alone)."""
+    link, wid, commits = joined_link(live_gateway, admin, make_token("older"), 3,
+                                     meta={1: {"x": "m" * 70_000}})
+    link.batches = False  # what the earlier release's hello says
+    res = link.complete_batch(wid, commits, app="synthetic", k=2)
+    assert [type(r).__name__ for r in res.results] == [
+        "CompleteResult", "InputError", "CompleteResult"]
+    assert res.claimed is not None and len(res.claimed.leases) == 2
+    states = [admin.task(c.lease.task_id).state for c in commits]
+    assert states == ["done", "leased", "done"]
+    store = gw_app.extensions["nova_gateway"].store
+    assert [store.exists(c.result_key) for c in commits] == [True, False, True]
+
+
+@pytest.mark.slow
+def test_a_gateway_worker_commits_cheap_tasks_in_batches(live_gateway, admin, make_token,
+                                                        tmp_path, namespace):
+    """A real ``worker --gateway`` with no-op tasks (its speed seeded once it joined: its
+    claims get several): their results go in batched commits (a ``completed_many`` entry
+    per batch in the event stream), as a direct worker's do."""
+    token = make_token("cheap")
+    job = admin.enqueue("synthetic", [TaskSpec(f"t{i}", 0.001) for i in range(150)],
+                        params={"seconds": 0, "size": 64})
+    w = gateway_worker(live_gateway, token, namespace, tmp_path / "w", "--app", "synthetic",
+                       "--no-benchmark", "--burst", name="cheap")
+    try:
+        wid = wait_for(lambda: admin.eligible_workers("synthetic"), timeout_s=60,
+                       message="the worker to join")[0]
+        set_speed(admin, wid, "synthetic", 0.001)
+        assert w.wait(180) == 0, w.output()
+        st = admin.job(job)
+        assert (st.state, st.done) == ("done", 150), w.output()[-3000:]
+        raw = admin.redis.xrange(admin.keys.events(), count=100_000)
+        batches = [f for _, f in raw if f.get("type") == "completed_many"]
+        assert batches, "no batched commit: " + w.output()[-3000:]
+    finally:
+        w.close()
+    store = open_store(admin.settings.resolved_store_url)
+    assert sorted(store.list(f"jobs/{job}/")) == sorted(t.result for t in st.tasks)
