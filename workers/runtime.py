@@ -139,7 +139,8 @@ class Worker:
         slots = app_slots(self.apps, self.options.concurrency)  # --concurrency, where safe
         self.executors = {
             name: Executor(self.client, app, self.ctx, self.heartbeat, self.stop_event,
-                           warm=self.benchmarks[name].runs > 0, slots=slots[name])
+                           warm=self.benchmarks[name].runs > 0, slots=slots[name],
+                           dropped=self.abandon.dropped)
             for name, app in self.apps.items()}  # warm: the benchmark ran the app
         self.claims = Claims(self.client, self.worker_id, self.apps, slots=slots,
                              max_tasks=self.options.max_tasks, stopping=self.stop_event.is_set)

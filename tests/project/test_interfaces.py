@@ -4,6 +4,8 @@
   no ``gateway`` flag, no ``isinstance`` against a transport class, no gateway class named
   outside the transport and the link, and no result store of its own (a store whose reads
   always refuse was the gateway worker's);
+- the runtime's modules use one another through public names only (the task slots once
+  called the executor's ``_lost``, ``_take_result`` and ``_flush``);
 - the commit's wire names (content type and headers) are defined once, in
   ``nova_queue/wire.py``, and every other module reads them there (no copies, no aliases).
 """
@@ -18,6 +20,8 @@ RUNTIME = ROOT / "workers"
 #: where the two transports are made: the only modules that may name them
 TRANSPORTS = {"transport.py", "link.py"}
 TRANSPORT_CLASSES = {"NovaClient", "GatewayLink", "GatewayStore", "DirectTransport"}
+#: private names of other modules that are the standard library's own API
+ALLOWED_PRIVATE = {"os._exit"}
 WIRE_NAMES = ("application/x-nova-commit", "X-Nova-Commit-Length", "X-Nova-Task")
 
 
@@ -68,6 +72,22 @@ def test_the_check_finds_each_way_of_asking(tmp_path):
     assert sorted(asked_which(path, ast.parse(source), tmp_path)) == sorted([
         "asks.py:1 class GatewayStore(ResultStore)", "asks.py:5 .gateway",
         "asks.py:6 isinstance(client, (NovaClient, int))", "asks.py:6 GatewayLink"])
+
+
+def private_uses(path: Path, tree: ast.AST) -> list[str]:
+    """``x._name`` where ``x`` is not ``self`` or ``cls``: another object's private name."""
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                and ast.unparse(node) not in ALLOWED_PRIVATE):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_the_runtime_uses_no_private_name_of_another_object():
+    assert [f for path, tree in _trees(RUNTIME) for f in private_uses(path, tree)] == []
 
 
 def test_the_commit_wire_names_are_defined_once():
