@@ -80,7 +80,7 @@ def via_link(link: GatewayLink, admin: NovaClient, n: int) -> list[float]:
     admin.enqueue("synthetic", [TaskSpec(f"t{i}", 0.001) for i in range(n + 1)])
 
     def commit(lease, key, aid):
-        link.stage(key, DATA, "application/octet-stream", {"app": "synthetic"})
+        link.upload(key, DATA, "application/octet-stream", {"app": "synthetic"})
         return link.complete_and_claim("", lease, key, run_s=0.0, warm=True, app="synthetic",
                                        attempt_ids=[aid])[1]
 
@@ -119,7 +119,7 @@ def in_process(settings: Settings, admin: NovaClient, n: int) -> tuple[list[floa
             return _Answer(resp)
 
     link = link_mod.GatewayLink(Settings(gateway_url="http://x", worker_token=token))
-    link._local.session = TestSession()
+    link.http.new_session = TestSession
     times = via_link(link, admin, n)
     r, keys = admin.redis, admin.keys
     parts = {"redis_ping": [], "token_lookup": [], "rate_window": []}

@@ -63,7 +63,6 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
     for path in controls.values():
         _control(path)
     procs: dict[str, Proc] = {}
-    switched_at = math.inf
     stop = threading.Event()
     try:
         for c in FLEET:
@@ -80,17 +79,7 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
         t0 = time.time()
         job = _enqueue_jobs(client, cfg, timeout_s=hang_timeout_s if scenario == "hang" else None)
         job_key = client.keys.job(job)
-        deadline = time.monotonic() + cfg.timeout_s
-        at = {"throttle": 0.5, "hang": 0.25}.get(scenario)
-        while (done := int(client.redis.hget(job_key, "done") or 0)) < cfg.n_tasks:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"nova {scenario}: {done}/{cfg.n_tasks} tasks after "
-                                   f"{cfg.timeout_s:g} s; logs in {folder / ns}")
-            if at is not None and math.isinf(switched_at) and done >= cfg.n_tasks * at:
-                _control(controls[FASTEST], **({"slowdown": 100} if scenario == "throttle"
-                                               else {"hang": "soft"}))
-                switched_at = time.time()
-            time.sleep(0.01)
+        switched_at = _until_done(client, job_key, cfg, scenario, controls[FASTEST], folder / ns)
     finally:
         stop.set()
         stop_all(list(procs.values()))
@@ -109,6 +98,25 @@ def run_gray(server: RedisServer, cfg: SchedConfig, scenario: str, folder: Path,
     if scenario == "hang":
         extra["recovery_s"] = _hang_recovery_s(events, switched_at)
     return run, extra
+
+
+def _until_done(client: NovaClient, job_key: str, cfg: SchedConfig, scenario: str,
+                control: Path, logs: Path) -> float:
+    """Wait for the job's tasks; a throttle or hang scenario switches the fastest worker
+    (its ``control`` file) at its point of the job. When it switched (inf: never)."""
+    deadline = time.monotonic() + cfg.timeout_s
+    at = {"throttle": 0.5, "hang": 0.25}.get(scenario)
+    switched_at = math.inf
+    while (done := int(client.redis.hget(job_key, "done") or 0)) < cfg.n_tasks:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nova {scenario}: {done}/{cfg.n_tasks} tasks after "
+                               f"{cfg.timeout_s:g} s; logs in {logs}")
+        if at is not None and math.isinf(switched_at) and done >= cfg.n_tasks * at:
+            _control(control, **({"slowdown": 100} if scenario == "throttle"
+                                 else {"hang": "soft"}))
+            switched_at = time.time()
+        time.sleep(0.01)
+    return switched_at
 
 
 def _phantom(client: NovaClient, heartbeat_s: float, stop: threading.Event) -> None:

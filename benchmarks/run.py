@@ -110,10 +110,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     args = parse_args(argv)
-    import plots
     import report
     from benchlib import log
-    from docsection import kept_blocks
 
     if args.from_json:
         results = json.loads(args.from_json.read_text(encoding="utf-8"))
@@ -123,41 +121,56 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
         log(f"results: {args.json}")
-    if args.docs and args.only and not args.from_json:
-        # a partial run rewrites only its sections' own blocks: the rest of the document
-        # (targets, scheduling, throughput, ...) comes from the last full run and stays
-        rest = [x for x in args.only if x not in BLOCKS]
-        if rest:
-            log(f"docs: {', '.join(rest)} render only in a full run's document: not written")
-        written = []
-        doc = args.docs / "BENCHMARKS.md"
-    elif args.docs:
-        written = plots.write_all(results, args.docs)
-        doc = args.docs / "BENCHMARKS.md"
-        kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
-        doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
-                       encoding="utf-8")
     if args.docs:
-        if "placement" in results:  # its own block, kept when a later run has none
-            import report_placement
-
-            report_placement.write_doc(results["placement"], results["machine"], args.docs)
-        if "gateway" in results:  # its own block too, kept when a later run has none
-            import gateway
-
-            gateway.write_doc(results["gateway"], args.docs)
-        if "soak" in results:  # its own block, kept when a later run has no soak
-            import soak
-
-            soak.write_doc(results["soak"], args.docs)
-        log(f"docs: {args.docs / 'BENCHMARKS.md'}, {', '.join(p.name for p in written)}")
-    if not (args.json or args.docs):
+        write_docs(args, results)
+    elif not args.json:
         log("no files written (--json OUT keeps the numbers, --docs DIR the report)")
     for t in results["targets"]:
         status = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
         print(f"{status:>6}  {t['target']}: {t['measured']}")
     log(f"done in {results['duration_s'] / 60:.1f} min")
     return 0
+
+
+def write_docs(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """BENCHMARKS.md and the plots into ``args.docs``. A partial run rewrites only its
+    sections' own blocks: the rest of the document (targets, scheduling, throughput, ...)
+    comes from the last full run and stays."""
+    import plots
+    import report
+    from benchlib import log
+    from docsection import kept_blocks
+
+    written = []
+    if args.only and not args.from_json:
+        rest = [x for x in args.only if x not in BLOCKS]
+        if rest:
+            log(f"docs: {', '.join(rest)} render only in a full run's document: not written")
+    else:
+        written = plots.write_all(results, args.docs)
+        doc = args.docs / "BENCHMARKS.md"
+        kept = kept_blocks(doc.read_text(encoding="utf-8")) if doc.exists() else []
+        doc.write_text(report.markdown(results).rstrip() + "\n" + "".join("\n" + b for b in kept),
+                       encoding="utf-8")
+    _write_blocks(results, args.docs)
+    log(f"docs: {args.docs / 'BENCHMARKS.md'}, {', '.join(p.name for p in written)}")
+
+
+def _write_blocks(results: dict[str, Any], docs: Path) -> None:
+    """The sections with a block of their own in BENCHMARKS.md (placement, the gateway,
+    the soak), each kept when a later run has none."""
+    if "placement" in results:
+        import report_placement
+
+        report_placement.write_doc(results["placement"], results["machine"], docs)
+    if "gateway" in results:
+        import gateway
+
+        gateway.write_doc(results["gateway"], docs)
+    if "soak" in results:
+        import soak
+
+        soak.write_doc(results["soak"], docs)
 
 
 if __name__ == "__main__":

@@ -297,8 +297,15 @@ def _row(p: int, runs: dict[Any, list[dict]], with_bull: bool) -> dict[str, Any]
         row["nova_k1_redis_cpu_us_per_task"] = median([x["redis_cpu_us_per_task"] for x in k1])
         row["nova_k1_redis_commands_per_task"] = median([x["redis_commands_per_task"]
                                                          for x in k1])
-    if not with_bull:
-        return row
+    if with_bull:
+        row.update(_bullmq_row(runs, nova, k1))
+    return row
+
+
+def _bullmq_row(runs: dict[Any, list[dict]], nova: list[dict], k1: list[dict]
+                ) -> dict[str, Any]:
+    """BullMQ's medians at each concurrency; nova ÷ BullMQ's best, paired per repeat."""
+    row: dict[str, Any] = {}
     for c in BULL_CONCURRENCY:
         row[f"bullmq_c{c}_jobs_per_s"] = median([x["tasks_per_s"] for x in runs[c]])
         for key in ("redis_cpu_us_per_task", "redis_script_us_per_task", "scripts_per_task",

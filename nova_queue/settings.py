@@ -150,6 +150,12 @@ class Settings:
 
     def __post_init__(self) -> None:
         check_namespace(self.namespace)
+        self._check_leases()
+        self._check_tasks()
+        self._check_quarantine()
+        self._check_servers()
+
+    def _check_leases(self) -> None:
         if self.heartbeat_interval_s <= 0 or self.lease_ttl_s <= 0:
             raise ConfigError("heartbeat interval and lease TTL must be positive")
         # a holder renews at most one interval late and one more after an outage; the
@@ -160,12 +166,12 @@ class Settings:
                 f"lease TTL ({self.lease_ttl_s:g} s) must be at least 4 x the heartbeat "
                 f"interval ({self.heartbeat_interval_s:g} s)"
             )
+        if self.abandon_grace_s <= 0:
+            raise ConfigError("abandon grace must be positive")
+
+    def _check_tasks(self) -> None:
         if self.max_attempts < 1:
             raise ConfigError("max attempts must be at least 1")
-        if self.web_max_upload_bytes < 1024:
-            raise ConfigError("web max upload bytes must be at least 1024")
-        if not 1 <= self.web_live_sockets <= 10_000:
-            raise ConfigError("web live sockets must be from 1 to 10000")
         if self.max_prompt_bytes < 1:
             raise ConfigError("max prompt bytes must be at least 1")
         if not 0 < self.ema_alpha <= 1:
@@ -174,18 +180,25 @@ class Settings:
             raise ConfigError("task timeout floor must be from 0.001 to 604800 s")
         if not 1 <= self.task_timeout_factor <= 1000:
             raise ConfigError("task timeout factor must be from 1 to 1000")
+        if not 1 <= self.cannot_run_s <= 86_400:
+            raise ConfigError("cannot-run mark time must be from 1 to 86400 s")
+        if not 0 <= self.job_retention_s <= MAX_RETENTION_S:
+            raise ConfigError(f"job retention must be from 0 to {MAX_RETENTION_S} s")
+
+    def _check_quarantine(self) -> None:
         if not 1 <= self.quarantine_after <= 1000 or not 0 <= self.quarantine_fast_fails <= 1000:
             raise ConfigError("quarantine after must be from 1 to 1000, fast fails from 0 to 1000")
         if not (0 <= self.quarantine_fast_s <= 86_400
                 and 0.001 <= self.quarantine_cooldown_s <= 86_400):
             raise ConfigError("quarantine fast time must be from 0 to 86400 s, cool-down from "
                               "0.001 to 86400 s")
-        if not 1 <= self.cannot_run_s <= 86_400:
-            raise ConfigError("cannot-run mark time must be from 1 to 86400 s")
-        if self.abandon_grace_s <= 0:
-            raise ConfigError("abandon grace must be positive")
-        if not 0 <= self.job_retention_s <= MAX_RETENTION_S:
-            raise ConfigError(f"job retention must be from 0 to {MAX_RETENTION_S} s")
+
+    def _check_servers(self) -> None:
+        """The gallery's and the gateway's limits."""
+        if self.web_max_upload_bytes < 1024:
+            raise ConfigError("web max upload bytes must be at least 1024")
+        if not 1 <= self.web_live_sockets <= 10_000:
+            raise ConfigError("web live sockets must be from 1 to 10000")
         if self.gateway_max_result_bytes < 1024 or self.gateway_rate_per_min < 1:
             raise ConfigError("gateway max result bytes must be at least 1024, rate per "
                               "minute at least 1")
@@ -193,7 +206,6 @@ class Settings:
             raise ConfigError("gateway timeout must be from 1 to 3600 s")
         if self.gateway_connections_per_client < 0:
             raise ConfigError("gateway connections per client must be 0 (no cap) or more")
-
 
     @property
     def lease_ttl_ms(self) -> int:

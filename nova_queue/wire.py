@@ -6,22 +6,35 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from nova_queue import errors
 from nova_queue.errors import InputError
 from nova_queue.keys import ATTEMPT_ID_RE, split_task_id
-from nova_queue.models import ClaimResult, Lease, RenewResult
+from nova_queue.models import ClaimResult, CompleteResult, Lease, RenewResult
 
 #: The lease fields a fenced call (complete, fail, upload) sends back.
 FENCE_FIELDS = ("task_id", "app", "lease_gen", "attempt_id")
-#: A commit's body: the commit's JSON (its length in :data:`COMMIT_LENGTH_HEADER`), then the
-#: result's bytes; :data:`COMMIT_TASK_HEADER` names the lease's task, so the gateway reads
-#: its holder with the token before it parses anything (a hint: nothing is trusted from it).
+#: A commit's body (``POST /v1/complete``): the commit's JSON (its length in
+#: :data:`COMMIT_LENGTH_HEADER`, at most :data:`MAX_COMMIT_HEAD_BYTES`), then the result's
+#: bytes; :data:`COMMIT_TASK_HEADER` names the lease's task, so the gateway reads its holder
+#: with the token before it parses anything (a hint: nothing is trusted from it). A batch
+#: (``POST /v1/complete_batch``) is the same kind of body: its JSON (at most
+#: :data:`MAX_BATCH_HEAD_BYTES`: :func:`batch_bodies`) lists each commit with its result's
+#: size, and the results follow in that order. These names are the protocol's only ones:
+#: the worker's link and the gateway both read them here.
 COMMIT_TYPE = "application/x-nova-commit"
 COMMIT_LENGTH_HEADER = "X-Nova-Commit-Length"
 COMMIT_TASK_HEADER = "X-Nova-Task"
+#: The longest JSON of one commit (the commit, content type and metadata).
+MAX_COMMIT_HEAD_BYTES = 64 * 1024
+#: The longest JSON of a batch of commits; its results together are at most the gateway's
+#: ``max_result_bytes``, so a batch's body is as bounded as one commit's.
+MAX_BATCH_HEAD_BYTES = 2 * MAX_COMMIT_HEAD_BYTES
+#: Of a batch's JSON, what its commits may fill (the rest is the next claim's room).
+BATCH_COMMITS_BYTES = MAX_BATCH_HEAD_BYTES - 4096
 #: Deepest nesting of arrays and objects a request's JSON may have (the protocol's values
 #: nest 3 deep; Python's parser recurses once per level and gives up near 1,000).
 MAX_JSON_DEPTH = 32
@@ -128,3 +141,63 @@ def fenced_lease(d: object) -> Lease:
     return Lease(task_id=tid, job_id=job, index=index, app=app, input="", cost=1.0, params={},
                  lease_gen=gen, attempt_id=attempt_id, attempt=0, deadline_ms=0,
                  predicted_s=None)
+
+
+def batch_bodies(commits: Sequence[tuple[Mapping[str, Any], bytes]],
+                 after: Mapping[str, Any] | None, max_result_bytes: int = 0
+                 ) -> list[tuple[int, int, bytes]]:
+    """The raw bodies of a batch of ``commits`` (each its entry, ``{"commit",
+    "content_type", "metadata"}``, and its result): as few ``/v1/complete_batch`` requests as
+    the limits allow (usually one), each ``(how many commits, its JSON's length, body)``.
+    A body is its JSON (``{"commits": [entry with "bytes": the result's size, ...], "next":
+    after}``: the claim made after them, in the last only), then the results in order; its
+    commits fill at most :data:`BATCH_COMMITS_BYTES` of JSON and ``max_result_bytes`` (0:
+    no limit) of results."""
+    parts: list[list[tuple[dict[str, Any], bytes]]] = [[]]
+    head = size = 0
+    for entry, data in commits:
+        sized = {**entry, "bytes": len(data)}
+        entry_bytes = len(json.dumps(sized)) + 2
+        over = (head + entry_bytes > BATCH_COMMITS_BYTES
+                or 0 < max_result_bytes < size + len(data))
+        if parts[-1] and over:
+            parts.append([])
+            head = size = 0
+        parts[-1].append((sized, data))
+        head, size = head + entry_bytes, size + len(data)
+    bodies = []
+    for i, part in enumerate(parts):
+        doc: dict[str, Any] = {"commits": [entry for entry, _ in part]}
+        if after is not None and i == len(parts) - 1:
+            doc["next"] = dict(after)
+        head_bytes = json.dumps(doc).encode()
+        bodies.append((len(part), len(head_bytes),
+                       b"".join([head_bytes, *(data for _, data in part)])))
+    return bodies
+
+
+def commit_answer_to_json(answer: CompleteResult | errors.NovaError) -> dict[str, Any]:
+    """One commit's answer in a batch: its result, or why the scripts refused it."""
+    if isinstance(answer, CompleteResult):
+        return {"job_finished": answer.job_finished, "replayed": answer.replayed}
+    if isinstance(answer, errors.StaleResultError):
+        kind = "cancelled" if isinstance(answer, errors.JobCancelledError) else "stale"
+        return {"kind": kind, "error": answer.reason}
+    kind = "not_found" if isinstance(answer, errors.TaskNotFoundError) else "error"
+    return {"kind": kind, "error": str(answer)}
+
+
+def commit_answer_from_json(d: Mapping[str, Any], task_id: str
+                            ) -> CompleteResult | errors.NovaError:
+    """A batch's answer for the commit of ``task_id``: what the direct batch call returns."""
+    if "kind" not in d:
+        return CompleteResult(job_finished=bool(d.get("job_finished")),
+                              replayed=bool(d.get("replayed")))
+    kind, message = d["kind"], str(d.get("error", ""))
+    if kind == "stale":
+        return errors.StaleResultError(task_id, message)
+    if kind == "cancelled":
+        return errors.JobCancelledError(task_id, message)
+    if kind == "not_found":
+        return errors.TaskNotFoundError(message)
+    return errors.NovaError(message)

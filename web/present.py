@@ -104,44 +104,56 @@ def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
     """``TaskInfo.to_json()`` plus the texts and URLs a gallery card shows."""
     # a result field any worker credential may HSET: shown only if it is the task's own key
     done = task.state == "done" and own_result_ext(task) is not None
-    owner = task.worker_name or task.worker_id
-    if task.state == "leased":
-        where = f" on {task.host}" if task.host else ""
-        owner_text = f"running on {owner} ({backend_label(task.backend)}{where})"
-    elif task.state == "pending":
-        owner_text = ("waiting for a worker" if task.attempt_count == 0
-                      else f"requeued after attempt {task.attempt_count}")
-    elif task.state == "failed":
-        owner_text = f"failed after {_count(task.attempt_count, 'attempt')}"
-    elif task.state == "cancelled":
-        owner_text = "cancelled"
-    else:
-        owner_text = f"by {owner}" if owner else task.state
-    if task.run_s is not None:
-        timing = f"actual {fmt_seconds(task.run_s)}"
-        if task.predicted_s is not None:
-            timing = f"predicted {fmt_seconds(task.predicted_s)} · {timing}"
-    elif task.predicted_s is not None:
-        timing = f"predicted {fmt_seconds(task.predicted_s)}"
-    else:
-        timing = ""
     return {
         **task.to_json(),
         "backend_label": backend_label(task.backend) if task.backend else "",
         "backend_class": task.backend if task.backend in BACKEND_LABELS else "other",
         "result_url": result_url(task.result) if done else None,
         "image_url": result_url(task.result) if done and is_image_key(task.result) else None,
-        "owner_text": owner_text,
+        "owner_text": _owner_text(task),
         "attempt_text": f"attempt {task.attempt_count}" if task.attempt_count else "",
         "gen_text": f"lease gen {task.lease_gen}" if task.lease_gen else "",
         "warm_text": "" if task.warm is None else ("warm" if task.warm else "cold"),
-        "timing_text": timing,
+        "timing_text": _timing_text(task),
         "note": str(task.meta.get("note", "")) if isinstance(task.meta, dict) else "",
         "error_text": f"{task.error_kind}: {task.error}" if task.error else "",
-        "backup_text": ("backup won" if task.won_by_backup and task.state == "done" else
-                        f"backup on {task.backup['worker'] or task.backup['worker_id']}"
-                        if task.backup and task.state == "leased" else ""),
+        "backup_text": _backup_text(task),
     }
+
+
+def _owner_text(task: TaskInfo) -> str:
+    """Who has or had the task, by its state."""
+    owner = task.worker_name or task.worker_id
+    if task.state == "leased":
+        where = f" on {task.host}" if task.host else ""
+        return f"running on {owner} ({backend_label(task.backend)}{where})"
+    if task.state == "pending":
+        return ("waiting for a worker" if task.attempt_count == 0
+                else f"requeued after attempt {task.attempt_count}")
+    if task.state == "failed":
+        return f"failed after {_count(task.attempt_count, 'attempt')}"
+    if task.state == "cancelled":
+        return "cancelled"
+    return f"by {owner}" if owner else task.state
+
+
+def _timing_text(task: TaskInfo) -> str:
+    """Predicted and actual run time, as far as known."""
+    parts = []
+    if task.predicted_s is not None:
+        parts.append(f"predicted {fmt_seconds(task.predicted_s)}")
+    if task.run_s is not None:
+        parts.append(f"actual {fmt_seconds(task.run_s)}")
+    return " · ".join(parts)
+
+
+def _backup_text(task: TaskInfo) -> str:
+    """A backup attempt's state: it won, or it runs (and where)."""
+    if task.won_by_backup and task.state == "done":
+        return "backup won"
+    if task.backup and task.state == "leased":
+        return f"backup on {task.backup['worker'] or task.backup['worker_id']}"
+    return ""
 
 
 Fields = Mapping[str, str]

@@ -4,7 +4,7 @@ A lease is lost while its app still runs when the task ran past its run-time lim
 times it out) or a backup attempt on another worker committed first (renew says
 ``superseded``). Its result is no longer wanted, so the worker stops the app and claims
 again: the heartbeat thread sends the main thread SIGUSR1, whose handler raises
-:class:`~nova_queue.workers.execute.TaskAbandoned` inside the app (between two Python
+:class:`TaskAbandoned` inside the app (between two Python
 bytecodes, or when a blocking call such as ``time.sleep`` is interrupted). An app stuck in
 native code does not see that; after ``NOVA_ABANDON_GRACE_S`` the worker hands its other
 leases back (deregister) and exits with :data:`EXIT_RESTART` (75) for its supervisor
@@ -16,9 +16,14 @@ leases back (deregister) and exits with :data:`EXIT_RESTART` (75) for its superv
 With ``--concurrency`` the app runs on task-slot threads, which no signal reaches: the
 worker drops an abandoned batch and runs on, and its thread finishes on its own. One whose
 app never returns would keep the process from exiting (the interpreter joins every pool
-thread), so at shutdown, once the leases are handed back, the worker waits for such threads
-until ``NOVA_ABANDON_GRACE_S`` after their batch was dropped (abandoned, or stopped by the
-signal), then exits with :data:`EXIT_RESTART` (:meth:`Abandoner.exit_if_slots_run_on`).
+thread), so the abandonment keeps them (:class:`DroppedBatches`, noted by the task slots
+when they are dropped), and at shutdown, once the leases are handed back, the worker waits
+for such threads until ``NOVA_ABANDON_GRACE_S`` after their batch was dropped (abandoned, or
+stopped by the signal), then exits with :data:`EXIT_RESTART`
+(:meth:`Abandoner.exit_if_slots_run_on`).
+
+What runs is the executor's :class:`~nova_queue.workers.execute.RunningBatch` (a number,
+its tasks, whether the main thread is in the app), read here from the heartbeat thread.
 
 Only a worker that owns its process (the CLI calls :meth:`Abandoner.own_process`)
 interrupts or exits; one embedded in another program only drops the result when the app
@@ -29,24 +34,22 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import faulthandler
+import functools
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
 from typing import TYPE_CHECKING
 
 import redis
 
-from nova_queue.client import NovaClient
-from nova_queue.workers.execute import TaskAbandoned
-from nova_queue.workers.slots import dropped_running
-
 if TYPE_CHECKING:
     from nova_queue.workers.execute import Executor
     from nova_queue.workers.heartbeat import Heartbeat
+    from nova_queue.workers.transport import WorkerTransport
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +59,53 @@ EXIT_RESTART = 75
 HARD_EXIT_EXTRA_S = 30.0
 
 
+class TaskAbandoned(BaseException):
+    """Raised inside a running batch whose every lease is lost (it ran past its run-time
+    limit, or another attempt of it committed first): its result is no longer wanted."""
+
+
+class DroppedBatches:
+    """Batches of this process dropped while their app still ran on a task slot: (when
+    dropped, future). Thread-safe; each logs when its app returns late."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._dropped: list[tuple[float, cf.Future]] = []
+
+    def note(self, app: str, futures: Iterable[cf.Future]) -> None:
+        """Keep those of ``futures`` whose app still runs (the others were cancelled or
+        are done) as dropped now."""
+        now = time.monotonic()
+        running = [f for f in futures if not f.done()]
+        if not running:
+            return
+        with self._lock:
+            self._dropped.extend((now, f) for f in running)
+        for fut in running:
+            fut.add_done_callback(functools.partial(_returned_late, app, now))
+
+    def running(self) -> list[tuple[float, cf.Future]]:
+        """The dropped batches whose app has not returned yet (their threads keep the
+        interpreter from exiting): (when dropped, future)."""
+        with self._lock:
+            self._dropped[:] = [(t, f) for t, f in self._dropped if not f.done()]
+            return list(self._dropped)
+
+
+def _returned_late(app: str, dropped_at: float, fut: cf.Future) -> None:
+    log.info("a dropped batch of %s returned %.1f s after it was dropped; its result is "
+             "discarded", app, time.monotonic() - dropped_at)
+
+
 class Abandoner:
     """Interrupts an executor's batch once all its leases are lost; exits if it hangs on."""
 
-    def __init__(self, client: NovaClient, grace_s: float, *,
+    def __init__(self, client: WorkerTransport, grace_s: float, *,
                  exit: Callable[[int], None] = os._exit):
         self.client = client
         self.grace_s = grace_s
+        #: batches dropped while their app ran on a task slot (the executors note them)
+        self.dropped = DroppedBatches()
         self._exit = exit
         self._owns_process = False
         self._main_thread = threading.main_thread().ident or 0
@@ -84,13 +127,15 @@ class Abandoner:
 
     def check(self, executor: Executor, lost: frozenset[str], reasons: Mapping[str, str]) -> None:
         """Heartbeat thread: abandon ``executor``'s running batch if every lease is lost."""
-        running, seq = executor.running, executor.batch_seq
-        if not (executor.in_app and running and running <= lost):
+        batch = executor.batch  # one read: a consistent batch
+        if batch is None or not batch.all_lost(lost):
             return
+        seq = batch.seq
         if self.target == (executor, seq):
             return  # already asked
-        why = ", ".join(sorted({reasons.get(t, "lost") for t in running}))
-        log.warning("abandoning the running batch (%s): %s", why, ", ".join(sorted(running)))
+        why = ", ".join(sorted({reasons.get(t, "lost") for t in batch.task_ids}))
+        log.warning("abandoning the running batch (%s): %s", why,
+                    ", ".join(sorted(batch.task_ids)))
         self.target = (executor, seq)
         if not self._owns_process:
             return
@@ -109,13 +154,13 @@ class Abandoner:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         target = self.target
-        if target is not None and target[0].in_app and target[0].batch_seq == target[1]:
+        if target is not None and target[0].runs(target[1]):
             raise TaskAbandoned()
 
     def _exit_if_still_running(self, executor: Executor, seq: int) -> None:
         """The app did not return after its batch was abandoned: hand the other leases back
         and exit with EXIT_RESTART."""
-        if not (executor.in_app and executor.batch_seq == seq):
+        if not executor.runs(seq):
             return
         log.critical("the %s app did not stop within %.0f s of its task being abandoned; "
                      "exiting with code %d so that the supervisor starts this worker again",
@@ -134,7 +179,7 @@ class Abandoner:
         """Shutdown, once the leases are handed back: wait for the task slots whose batch was
         dropped while their app ran until ``grace_s`` after the drop; exit with EXIT_RESTART
         if one still runs (the interpreter would wait for it forever)."""
-        dropped = dropped_running()
+        dropped = self.dropped.running()
         if not dropped:
             return
         if not self._owns_process:
@@ -143,7 +188,7 @@ class Abandoner:
             return
         until = max(t for t, _ in dropped) + self.grace_s
         cf.wait([f for _, f in dropped], timeout=max(0.0, until - time.monotonic()))
-        left = dropped_running()
+        left = self.dropped.running()
         if not left:
             return
         log.critical("%d task slot(s) still run an app %.0f s after their batch was dropped "

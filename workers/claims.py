@@ -25,10 +25,10 @@ from typing import Any
 
 import redis
 
-from nova_queue.client import NovaClient
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult
 from nova_queue.workers.apps import WorkerApp
+from nova_queue.workers.transport import WorkerTransport
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Claims:
     """The worker's claim state: prefetched answers, attempt ids in doubt, batch-size
     hints and the ``--max-tasks`` budget (``done`` counts committed tasks)."""
 
-    def __init__(self, client: NovaClient, worker_id: str, apps: Mapping[str, WorkerApp], *,
+    def __init__(self, client: WorkerTransport, worker_id: str, apps: Mapping[str, WorkerApp], *,
                  max_tasks: int | None, stopping: Callable[[], bool],
                  slots: Mapping[str, int] | None = None):
         self.client = client

@@ -1,9 +1,11 @@
 """How the worker commits uploaded results: one at a time (``complete``, or
 ``complete_claim`` with the next claim), or a run of them in one call (``complete_batch``:
-the results of several cheap tasks, each fenced on its own, with the next claim). Every
-commit retries while Redis is unreachable, for at most :data:`COMMIT_RETRY_S` and never
-past a stop request; each retry is idempotent (same leases, keys and attempt ids). A
-gateway link (``workers/link.py``) has no batched commit: it commits one at a time.
+the results of several cheap tasks, each fenced on its own, with the next claim), through
+its transport (Redis, or a gateway: ``workers/transport.py``). Every commit retries while
+the pool is unreachable, for at most :data:`COMMIT_RETRY_S` and never past a stop
+request; each retry is idempotent (same leases, keys and attempt ids). A batch refused
+whole (one bad commit: nothing is written) is committed one by one, so only that one is
+refused.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from nova_queue.batch_calls import BatchCommit
-from nova_queue.client import NovaClient
 from nova_queue.errors import AccessDeniedError, InputError, StaleResultError, TaskNotFoundError
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.workers.claims import NextClaim
+
+if TYPE_CHECKING:
+    from nova_queue.workers.transport import WorkerTransport
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +58,11 @@ class Ready:
 
 
 class Committer:
-    """Commits for one worker; ``batched`` when the client has ``complete_batch``.
-    ``calls_s`` / ``calls``: wall seconds and count of the commit calls that returned."""
+    """Commits for one worker through its transport (``client``). ``calls_s`` /
+    ``calls``: wall seconds and count of the commit calls that returned."""
 
-    def __init__(self, client: Any, worker_id: str, stop_event: threading.Event):
+    def __init__(self, client: WorkerTransport, worker_id: str, stop_event: threading.Event):
         self.client, self.worker_id, self.stop_event = client, worker_id, stop_event
-        self.batched = isinstance(client, NovaClient)
         self.calls_s, self.calls = 0.0, 0
 
     def one(self, r: Ready, plan: NextClaim | None) -> Commit:
@@ -91,15 +94,15 @@ class Committer:
                                  for r in ready],
                 app=plan.app if plan else None, k=len(plan.attempt_ids) if plan else 1,
                 attempt_ids=plan.attempt_ids if plan else None)
-            out = [Commit("stale", error=str(x)) if isinstance(x, Exception)
-                   else Commit("committed") for x in res.results]
+            out = [_answered(x) for x in res.results]
             out[-1] = dataclasses.replace(out[-1], claimed=res.claimed)
             return out
 
         what = f"{len(ready)} results ({ready[0].lease.task_id} ...)"
         try:
             got = self._retrying(send, what)
-        except InputError as exc:  # refused whole for one commit: each alone, so only it is
+        except (InputError, AccessDeniedError) as exc:
+            # refused whole for one commit (nothing written): each alone, so only it is
             log.warning("the commit of %s was refused (%s); committing them one by one",
                         what, exc)
             return [self.one(r, plan if i == len(ready) - 1 else None)
@@ -132,3 +135,13 @@ class Committer:
         log.warning("stopping: the commit of %s is unconfirmed; keeping its object and "
                     "leaving the lease to expiry", what)
         return Commit("unknown", error="stopped while retrying")
+
+
+def _answered(answer: Any) -> Commit:
+    """One commit's answer in a batch: committed, stale (the fence, or its task is gone),
+    or refused (its arguments: only a link committing a batch one by one answers so)."""
+    if isinstance(answer, (InputError, AccessDeniedError)):
+        return Commit("refused", error=str(answer))
+    if isinstance(answer, Exception):
+        return Commit("stale", error=str(answer))
+    return Commit("committed")

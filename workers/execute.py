@@ -1,99 +1,62 @@
-"""Runs leased tasks and commits their results: run -> upload (write-once) -> commit.
+"""Runs leased tasks: run -> upload -> commit, each a named step.
 
-A result is uploaded under a key that contains job, task, ``lease_gen`` and ``attempt_id``,
-then committed through the fenced scripts (:mod:`~nova_queue.workers.commits`): with a Redis
-client, a run's results wait (at most :data:`MAX_HOLD_S`, at most 64) and go in one
-``complete_batch`` call; a single result (or any through a gateway link) goes through
-``complete``. The run's last call also claims the next tasks in the same round trip
-(:class:`~nova_queue.workers.claims.Claims` says for which app, with which attempt ids), and
-:class:`RunOutcome` hands their leases back. A commit rejected as stale or refused (its task
-then fails) deletes its orphan object; one whose outcome is unknown (Redis unreachable for
-``COMMIT_RETRY_S``, or a stop while retrying) never deletes anything, so no committed task
-can point at a missing object, and a lost lease is left to expiry.
+An :class:`Executor` runs the leases of one app for one worker: grouped by job (each
+prepared once: a model load is recorded, ``loading.py``), cut into batches of the runner's
+batch size, each batch run by the app, one at a time in the worker's main thread or, with
+``--concurrency``, up to ``slots`` batches of a job at once on task-slot threads
+(:class:`~nova_queue.workers.slots.SlotPool`, which only runs the app). The batch the app
+runs now is a :class:`RunningBatch`, owned by the executor: the abandonment reads it from
+the heartbeat thread (every lease of it lost: :mod:`~nova_queue.workers.abandon`), and a
+stop signal interrupts only while the main thread is in the app. What becomes of the
+outputs (upload, held commits, the next claim in the run's last call) is the
+:class:`~nova_queue.workers.outputs.Run`'s, and :class:`RunOutcome` hands back what the
+run did and claimed.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import redis
-
 from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
-from nova_queue.client import NovaClient
-from nova_queue.errors import (
-    ObjectExistsError,
-    ResultTooLargeError,
-    StaleResultError,
-    StoreError,
-)
-from nova_queue.limits import MAX_CLAIM_K
-from nova_queue.models import ClaimResult, Lease
-from nova_queue.stores import ResultStore, result_key
-from nova_queue.stores.base import fit_metadata_value as _fit
+from nova_queue.models import Lease
+from nova_queue.workers.abandon import DroppedBatches, TaskAbandoned
 from nova_queue.workers.apps import AppRunner, WorkerApp
 from nova_queue.workers.claims import NextClaim
-from nova_queue.workers.commits import Commit, Committer, Ready
+from nova_queue.workers.commits import Committer
 from nova_queue.workers.heartbeat import Heartbeat
 from nova_queue.workers.loading import ModelLoads
+from nova_queue.workers.outputs import Run, RunOutcome
 from nova_queue.workers.prepare import failure_reason
-from nova_queue.workers.slots import run_batches
+from nova_queue.workers.slots import SlotPool
+from nova_queue.workers.transport import WorkerTransport
 
 log = logging.getLogger(__name__)
-
-#: Longest a run holds an uploaded result before it commits the results it holds (checked
-#: before each batch the app runs; a run's last results go with its last call).
-MAX_HOLD_S = 0.25
-#: Longest prompt excerpt stored in object metadata (encoded bytes).
-PROMPT_META_BYTES = 600
-
 
 class WorkerShutdown(BaseException):
     """Raised inside a running task when the worker is told to stop (SIGTERM/SIGINT)."""
 
 
-class TaskAbandoned(BaseException):
-    """Raised inside a running batch whose every lease is lost (it ran past its run-time
-    limit, or another attempt of it committed first): its result is no longer wanted."""
+@dataclasses.dataclass(frozen=True)
+class RunningBatch:
+    """The batch an executor's app runs now: its number (``seq``, one per batch, or per
+    job's batches run in task slots), its tasks, and whether the main thread is in the app
+    (``in_app``; with task slots, waiting for them), the only time a stop or an abandonment
+    may interrupt it. Replaced whole, never changed: another thread reads one batch."""
 
+    seq: int
+    task_ids: frozenset[str]
+    in_app: bool = True
 
-@dataclasses.dataclass
-class RunOutcome:
-    """What one run of leases did, and what its last commit claimed next."""
-
-    committed: int = 0
-    failed: int = 0
-    stale: int = 0
-    #: result-store failures (the worker pauses before claiming again)
-    infra_errors: int = 0
-    #: (app, answer) of the last commit's combined claim: the worker's next claim
-    claimed: tuple[str, ClaimResult] | None = None
-    #: a combined claim whose outcome is unknown: the next claim retries its attempt ids
-    in_doubt: NextClaim | None = None
-    #: a stop signal interrupted the app; the leases left are released on shutdown
-    interrupted: bool = False
-    #: tasks dropped while running: their leases were lost (timeout, superseded)
-    abandoned: int = 0
-    #: seconds the run spent outside commit calls, and in its commit calls (how many)
-    work_s: float = 0.0
-    commit_s: float = 0.0
-    commit_calls: int = 0
-
-
-@dataclasses.dataclass
-class _Run:
-    """One call of :meth:`Executor.run`: its outcome so far and how its last commit claims."""
-
-    outcome: RunOutcome
-    last_task: str | None
-    next_claim: Callable[[int], NextClaim | None] | None
-    #: uploaded results not committed yet (batched commits), and since when
-    ready: list[Ready] = dataclasses.field(default_factory=list)
-    ready_since: float = 0.0
+    def all_lost(self, lost: frozenset[str]) -> bool:
+        """Whether the main thread is in the app and every lease of the batch is lost."""
+        return self.in_app and bool(self.task_ids) and self.task_ids <= lost
 
 
 def run_app(runner: AppRunner, ctx: AppContext, tasks: Sequence[TaskInput]
@@ -121,269 +84,175 @@ def task_input(lease: Lease, params: dict[str, Any]) -> TaskInput:
 
 
 class Executor:
-    """Runs groups of leases of one app for one worker. ``warm``: the runner already ran
-    (the startup benchmark), so the first run counts as warm. ``slots``: batches of one job
-    it may run at once (workers/slots.py)."""
+    """Runs groups of leases of one app for one worker, through its ``transport``.
+    ``warm``: the runner already ran (the startup benchmark), so the first run counts as
+    warm. ``slots``: batches of one job it may run at once (workers/slots.py), whose
+    batches dropped while running are noted in ``dropped`` (the abandonment's)."""
 
-    def __init__(self, client: NovaClient, store: ResultStore, app: WorkerApp, ctx: AppContext,
+    def __init__(self, transport: WorkerTransport, app: WorkerApp, ctx: AppContext,
                  heartbeat: Heartbeat, stop_event: threading.Event, *, warm: bool = False,
-                 slots: int = 1):
-        self.client, self.store, self.ctx = client, store, ctx
+                 slots: int = 1, dropped: DroppedBatches | None = None):
+        self.transport, self.ctx = transport, ctx
         self.spec, self.runner = app.spec, app.runner
         self.heartbeat = heartbeat
         self.stop_event = stop_event
         self.worker_id = ctx.worker_id
         self.ran_once = warm
-        #: True while the app runs a batch: the only time a stop signal may interrupt
-        self.in_app = False
-        #: the task ids of the batch the app runs, and a number per batch: the worker
-        #: abandons a batch whose every lease is lost (TaskAbandoned)
-        self.running: frozenset[str] = frozenset()
-        self.batch_seq = 0
-        self.committer = Committer(client, self.worker_id, stop_event)
+        #: the batch the app runs now (None: none)
+        self.batch: RunningBatch | None = None
+        self._seq = 0
+        self.committer = Committer(transport, self.worker_id, stop_event)
         #: task slots (``--concurrency``): batches of a run the app may run at once
         self.slots = max(1, slots)
+        self.dropped = dropped if dropped is not None else DroppedBatches()
         #: its model loads, recorded and logged (workers/loading.py)
-        self.loads = ModelLoads(client, self.worker_id, self.spec.name)
+        self.loads = ModelLoads(transport, self.worker_id, self.spec.name)
+
+    @property
+    def in_app(self) -> bool:
+        """Whether the main thread is in the app now (a stop signal may interrupt it)."""
+        batch = self.batch
+        return batch is not None and batch.in_app
+
+    def runs(self, seq: int) -> bool:
+        """Whether the main thread is in the app, running batch ``seq``."""
+        batch = self.batch
+        return batch is not None and batch.in_app and batch.seq == seq
 
     # ---- a run: groups by job, batches by batch size ---------------------------------------
     def run(self, leases: list[Lease],
             next_claim: Callable[[int], NextClaim | None] | None = None) -> RunOutcome:
         """Run leases (any jobs), one batch per job and batch size, and return what was done.
-        With ``next_claim``, the commit of the last task asks it (with the run's commits
-        so far) what to claim in the same call; the answer is in ``RunOutcome.claimed``."""
+        With ``next_claim``, the run's last commit call asks it (with the run's commits
+        before it) what to claim in the same call; the answer is in ``RunOutcome.claimed``."""
         by_job: dict[str, list[Lease]] = {}
         for lease in leases:
             by_job.setdefault(lease.job_id, []).append(lease)
-        groups = list(by_job.values())
-        run = _Run(RunOutcome(), groups[-1][-1].task_id if groups else None, next_claim)
+        run = Run(self.transport, self.committer, self.heartbeat, self.spec.name, self.runner,
+                  self.ctx, next_claim=next_claim)
         started, calls_s, calls = time.perf_counter(), self.committer.calls_s, self.committer.calls
         try:
-            for group in groups:
+            for group in by_job.values():
                 self._run_job_group(run, group)
         except WorkerShutdown:
             run.outcome.interrupted = True
-        self._flush(run, last=not run.outcome.interrupted)
+        run.flush(last=not run.outcome.interrupted)
         out = run.outcome
         out.commit_s, out.commit_calls = (self.committer.calls_s - calls_s,
                                           self.committer.calls - calls)
         out.work_s = time.perf_counter() - started - out.commit_s
         return out
 
-    def _run_job_group(self, run: _Run, leases: list[Lease]) -> None:
-        try:
-            params = self.spec.parse_params(leases[0].params)
-            started = time.perf_counter()
-            with self.loads.preparing(self.spec.model_key(params), leases[0].job_id) as prep:
-                prep.loaded = loaded = self.runner.prepare(params)
-            load_s = time.perf_counter() - started
-            size = max(1, int(self.runner.batch_size(params)))
-        except WorkerShutdown:
-            raise
-        except Exception as exc:  # noqa: BLE001 - this worker's failure, not the job's
-            reason = failure_reason(self.runner, exc)  # the leases go back: no attempt used
-            log.warning("cannot prepare job %s here; handing back %d task(s): %s",
-                        leases[0].job_id, len(leases), reason)
-            for lease in leases:
-                self._fail(run, lease, "prepare", reason)
+    def _run_job_group(self, run: Run, leases: list[Lease]) -> None:
+        prepared = self._prepare(run, leases)
+        if prepared is None:
             return
-        if loaded:
-            log.info("loaded %s for job %s in %.2f s", self.spec.name, leases[0].job_id, load_s)
-            self.ran_once = False
-            self.loads.record(self.spec.model_key(params), load_s)
+        params, size = prepared
         batches = [leases[i:i + size] for i in range(0, len(leases), size)]
         if self.slots > 1 and len(batches) > 1:
-            run_batches(self, run, batches, params)  # up to `slots` batches at once
+            self._run_in_slots(run, batches, params)  # up to `slots` batches at once
             return
         for batch in batches:
             self._run_batch(run, batch, params)
 
-    def _run_batch(self, run: _Run, leases: list[Lease], params: dict[str, Any]) -> None:
-        if run.ready and time.perf_counter() - run.ready_since >= MAX_HOLD_S:
-            self._flush(run, last=False)
-        live = [lease for lease in leases if not self._lost(run, lease)]
+    def _prepare(self, run: Run, leases: list[Lease]) -> tuple[dict[str, Any], int] | None:
+        """The job's params and batch size, its runner prepared (a model load recorded);
+        None when this worker cannot prepare it: its leases go back, no attempt used."""
+        job = leases[0].job_id
+        try:
+            params = self.spec.parse_params(leases[0].params)
+            started = time.perf_counter()
+            with self.loads.preparing(self.spec.model_key(params), job) as prep:
+                prep.loaded = loaded = self.runner.prepare(params)
+            load_s = time.perf_counter() - started
+            size = max(1, int(self.runner.batch_size(params)))
+        except Exception as exc:  # noqa: BLE001 - this worker's failure, not the job's
+            reason = failure_reason(self.runner, exc)
+            log.warning("cannot prepare job %s here; handing back %d task(s): %s",
+                        job, len(leases), reason)
+            for lease in leases:
+                run.fail(lease, "prepare", reason)
+            return None
+        if loaded:
+            log.info("loaded %s for job %s in %.2f s", self.spec.name, job, load_s)
+            self.ran_once = False
+            self.loads.record(self.spec.model_key(params), load_s)
+        return params, size
+
+    # ---- a batch: in the main thread, or in task slots ---------------------------------------
+    def _run_batch(self, run: Run, leases: list[Lease], params: dict[str, Any]) -> None:
+        """Run one batch in the main thread; its outputs go to the run."""
+        run.flush_if_due()
+        live = run.live(leases)
         if not live:
             return
-        try:
-            self._run_live(run, live, params)
-        except TaskAbandoned:
-            # every lease of the batch was lost while the app ran: drop it, run on
-            log.warning("abandoned %d task(s) of %s while running: %s", len(live),
-                        self.spec.name, ", ".join(lease.task_id for lease in live))
-            for lease in live:
-                self.heartbeat.drop(lease)
-            run.outcome.abandoned += len(live)
-
-    def _run_live(self, run: _Run, live: list[Lease], params: dict[str, Any]) -> None:
         warm = self.ran_once
+        self._seq += 1
         try:
-            self.batch_seq += 1
-            self.running = frozenset(lease.task_id for lease in live)
-            self.in_app = True
-            outputs, elapsed = run_app(self.runner, self.ctx,
-                                       [task_input(lease, params) for lease in live])
-        except (WorkerShutdown, TaskAbandoned):
-            raise
-        except Exception as exc:  # noqa: BLE001 - report and move on
-            self._batch_failed(run, live, exc)
+            try:
+                self.batch = RunningBatch(self._seq, frozenset(x.task_id for x in live))
+                outputs, elapsed = self._app_batch(params, live)
+            finally:
+                self.batch = None
+        except TaskAbandoned:  # every lease of the batch was lost while the app ran
+            run.abandoned(live)
             return
-        finally:
-            self.in_app = False
-            self.running = frozenset()
-        self._take_outputs(run, live, outputs, elapsed, warm)
+        except Exception as exc:  # noqa: BLE001 - report and move on
+            run.batch_failed(live, exc)
+            return
+        self.ran_once = True
+        run.take_outputs(live, outputs, elapsed, warm)
 
-    def _take_result(self, run: _Run, live: list[Lease], done: Any, warm: bool) -> None:
-        """A batch a task slot ran (``done``: its future): its outputs, or its failure."""
+    def _run_in_slots(self, run: Run, batches: list[list[Lease]],
+                      params: dict[str, Any]) -> None:
+        """Run a job's batches on up to ``slots`` threads; the main thread takes each
+        batch's outputs as it ends and commits the held results when they are due."""
+        live = [b for b in (run.live(batch) for batch in batches) if b]
+        if not live:
+            return
+        warm = self.ran_once
+        self._seq += 1
+        pool = SlotPool(self.spec.name, self.slots, self.dropped)
+        try:
+            pool.start(live, functools.partial(self._app_batch, params))
+            while pool.running:
+                for leases, done in self._wait_in_slots(pool, run.hold_left()):
+                    self._take(run, leases, done, warm)
+                run.flush_if_due()
+        except TaskAbandoned:
+            run.abandoned([x for batch in pool.running for x in batch])
+        finally:
+            self.batch = None
+            pool.close()
+
+    def _wait_in_slots(self, pool: SlotPool, hold_s: float | None
+                       ) -> list[tuple[list[Lease], cf.Future]]:
+        """Wait, in the app, for a slot's batch to end (or ``hold_s``: the held results
+        are due)."""
+        running = pool.task_ids()
+        if running <= self.heartbeat.lost_ids():
+            # the leases of the batches left were lost while other slots ran: the
+            # heartbeat abandons only when a loss is reported, so drop them here
+            raise TaskAbandoned()
+        self.batch = RunningBatch(self._seq, running)
+        try:
+            if self.stop_event.is_set():  # the signal came while this thread committed
+                raise WorkerShutdown()
+            return pool.wait(hold_s)
+        finally:
+            self.batch = RunningBatch(self._seq, running, in_app=False)
+
+    def _take(self, run: Run, leases: list[Lease], done: cf.Future, warm: bool) -> None:
+        """A batch a task slot ran: its outputs, or its failure, to the run."""
         try:
             outputs, elapsed = done.result()
         except Exception as exc:  # noqa: BLE001 - report and move on
-            self._batch_failed(run, live, exc)
+            run.batch_failed(leases, exc)
             return
-        self._take_outputs(run, live, outputs, elapsed, warm)
-
-    def _batch_failed(self, run: _Run, live: list[Lease], exc: Exception) -> None:
-        kind = self.runner.classify_error(exc)
-        log.warning("%s: %s on %d task(s): %s", self.spec.name, kind, len(live), exc)
-        for lease in live:
-            self._fail(run, lease, kind, f"{type(exc).__name__}: {exc}", batch=len(live))
-
-    def _take_outputs(self, run: _Run, live: list[Lease], outputs: list, elapsed: float,
-                      warm: bool) -> None:
-        """A batch's outputs: each result uploaded and committed, each error reported."""
         self.ran_once = True
-        total_cost = sum(lease.cost for lease in live) or 1.0
-        for lease, output in zip(live, outputs):
-            if isinstance(output, BaseException):
-                kind = self.runner.classify_error(output)
-                log.warning("%s: %s on %s: %s", self.spec.name, kind, lease.task_id, output)
-                self._fail(run, lease, kind, f"{type(output).__name__}: {output}",
-                           batch=len(live))
-                continue
-            self._finish(run, lease, output, elapsed * lease.cost / total_cost, warm)
+        run.take_outputs(leases, outputs, elapsed, warm)
 
-    def _lost(self, run: _Run, lease: Lease) -> bool:
-        if self.heartbeat.is_lost(lease):
-            log.info("dropping %s: its lease was lost", lease.task_id)
-            self.heartbeat.drop(lease)
-            run.outcome.stale += 1
-            return True
-        return False
-
-    # ---- a task's result: upload, commit, settle ---------------------------------------------
-    def _finish(self, run: _Run, lease: Lease, output: TaskOutput, run_s: float,
-                warm: bool) -> None:
-        """Upload the result and commit it: at once through a gateway link, else with the
-        run's other results (:meth:`_flush`)."""
-        if self._lost(run, lease):
-            return
-        key = self._upload(run, lease, output)
-        if key is None:
-            return  # reported as failed
-        ready = Ready(lease, key, run_s, warm, self._provenance(output))
-        if self.committer.batched:
-            if not run.ready:
-                run.ready_since = time.perf_counter()
-            run.ready.append(ready)
-            if len(run.ready) >= MAX_CLAIM_K:
-                self._flush(run, last=False)
-            return
-        plan = (run.next_claim(run.outcome.committed)
-                if run.next_claim is not None and lease.task_id == run.last_task else None)
-        self._settle(run, ready, plan, self.committer.one(ready, plan))
-        self.heartbeat.drop(lease)
-
-    def _flush(self, run: _Run, *, last: bool) -> None:
-        """Commit the results the run holds in one call; ``last``: the run's last call,
-        which also claims what ``next_claim`` says (with the run's commits so far)."""
-        ready, run.ready = run.ready, []
-        if not ready:
-            return
-        plan = (run.next_claim(run.outcome.committed + len(ready) - 1)
-                if last and run.next_claim is not None else None)
-        commits = (self.committer.many(ready, plan) if len(ready) > 1
-                   else [self.committer.one(ready[0], plan)])
-        for i, (r, commit) in enumerate(zip(ready, commits, strict=True)):
-            self._settle(run, r, plan if i == len(ready) - 1 else None, commit)
-            self.heartbeat.drop(r.lease)
-
-    def _upload(self, run: _Run, lease: Lease, output: TaskOutput) -> str | None:
-        """Put the result under its write-once key; the key, or None after reporting why not."""
-        key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id,
-                         output.extension)
-        try:
-            self.store.put(key, output.data, output.content_type, self._object_meta(lease))
-        except ObjectExistsError:
-            return self._own_earlier_put(run, lease, key)
-        except ResultTooLargeError as exc:  # the gateway's limit: a task error, not the store's
-            self._fail(run, lease, "error", str(exc))
-            return None
-        except StoreError as exc:
-            self._store_failed(run, lease, exc)
-            return None
-        return key
-
-    def _own_earlier_put(self, run: _Run, lease: Lease, key: str) -> str | None:
-        """The key exists: our own retried put (its first reply was lost) if the object
-        carries this attempt id; else the key is taken and the task fails."""
-        try:
-            info = self.store.head(key)
-        except StoreError as exc:
-            self._store_failed(run, lease, exc)
-            return None
-        if info and info.metadata.get("attempt-id") == lease.attempt_id:
-            return key
-        self._fail(run, lease, "infra", f"result key {key} is taken by another object")
-        return None
-
-    def _store_failed(self, run: _Run, lease: Lease, exc: StoreError) -> None:
-        log.warning("store failed for %s: %s", lease.task_id, exc)
-        run.outcome.infra_errors += 1
-        self._fail(run, lease, "infra", f"result store unavailable: {exc}")
-
-    def _object_meta(self, lease: Lease) -> dict[str, str]:
-        """The stored object's metadata: whose result it is, for audits and retried puts."""
-        return {
-            "job": lease.job_id, "task": lease.task_id, "lease-gen": str(lease.lease_gen),
-            "attempt-id": lease.attempt_id, "app": self.spec.name, "backend": self.ctx.backend,
-            "worker": _fit(self.ctx.worker_name, 200), "worker-id": self.worker_id,
-            "prompt": _fit(lease.input, PROMPT_META_BYTES),
-        }
-
-    def _provenance(self, output: TaskOutput) -> dict[str, str]:
-        """The task's ``meta``: the app's metadata plus where and how big the result is."""
-        provenance = {k: str(v) for k, v in output.metadata.items()}
-        provenance.update(backend=self.ctx.backend, device=self.ctx.device_name,
-                          worker=self.ctx.worker_name, content_type=output.content_type,
-                          bytes=str(len(output.data)))
-        return provenance
-
-    def _settle(self, run: _Run, r: Ready, plan: NextClaim | None, commit: Commit) -> None:
-        """Count the commit; keep what it claimed; a stale or refused one deletes its object
-        (its attempt's own), a refused one fails its task; one in doubt keeps its object."""
-        if commit.state == "committed":
-            run.outcome.committed += 1
-            if plan is not None and commit.claimed is not None:
-                run.outcome.claimed = (plan.app, commit.claimed)
-        elif commit.state in ("stale", "refused"):
-            log.warning("%s; deleting orphan %s", commit.error, r.key)
-            try:
-                self.store.delete(r.key)
-            except StoreError as exc:
-                log.warning("could not delete orphan %s: %s", r.key, exc)
-            if commit.state == "stale":
-                run.outcome.stale += 1
-            else:
-                self._fail(run, r.lease, "error", f"its commit was refused: {commit.error}")
-        else:
-            run.outcome.in_doubt = plan
-
-    def _fail(self, run: _Run, lease: Lease, kind: str, message: str, *, batch: int = 1) -> None:
-        self.heartbeat.drop(lease)
-        run.outcome.failed += 1
-        try:
-            self.client.fail(self.worker_id, lease, kind, message, batch=batch)
-        except StaleResultError as exc:
-            log.info("failure report for %s not needed: %s", lease.task_id, exc)
-        except redis.RedisError as exc:
-            log.warning("could not report failure of %s (%s); lease expiry will requeue it",
-                        lease.task_id, exc)
+    def _app_batch(self, params: dict[str, Any], leases: list[Lease]
+                   ) -> tuple[list[TaskOutput | BaseException], float]:
+        """The app runs one batch of leases (in the main thread, or on a task slot)."""
+        return run_app(self.runner, self.ctx, [task_input(x, params) for x in leases])

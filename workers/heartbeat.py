@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import redis
 
-from nova_queue.client import NovaClient
 from nova_queue.errors import AccessDeniedError, ProtocolMismatchError, TokenError
 from nova_queue.models import Lease
+from nova_queue.workers.transport import WorkerTransport
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 class Heartbeat(threading.Thread):
     """Renews ``worker_id`` every ``interval_s``; ``rejoin`` is called if it was declared lost."""
 
-    def __init__(self, client: NovaClient, worker_id: str, interval_s: float,
+    def __init__(self, client: WorkerTransport, worker_id: str, interval_s: float,
                  rejoin: Callable[[], None],
                  on_lost: Callable[[dict[str, str]], None] | None = None):
         super().__init__(name="nova-heartbeat", daemon=True)

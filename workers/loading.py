@@ -19,11 +19,11 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import redis
 
 from nova_queue.errors import NovaError
+from nova_queue.workers.transport import WorkerTransport
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class Preparing:
 class ModelLoads:
     """One executor's model loads (an app's, on one worker): see the module docstring."""
 
-    def __init__(self, client: Any, worker_id: str, app: str):
+    def __init__(self, client: WorkerTransport, worker_id: str, app: str):
         self.client, self.worker_id, self.app = client, worker_id, app
         #: the model its runner holds, as far as this worker knows (None: none yet)
         self.warm: str | None = None

@@ -1,7 +1,8 @@
-"""The worker: wait for Redis, detect and prove the backend, benchmark, register, then
+"""The worker: wait for its pool, detect and prove the backend, benchmark, register, then
 claim -> run -> upload -> commit until stopped. The same code on every machine, and in
-both modes: direct (Redis and the store) or through a gateway (``--gateway``: the link of
-:mod:`~nova_queue.workers.link` stands in for both).
+both modes: the worker holds one :class:`~nova_queue.workers.transport.WorkerTransport`,
+straight to Redis and the store or through a gateway (``--gateway``: the link of
+:mod:`~nova_queue.workers.link`), and never asks which.
 
 The loop reads as named steps (rq's ``work()``): stop at the ``--max-tasks`` budget, claim
 for each app in turn (:meth:`Worker._claim_round`), run what was claimed (:meth:`_execute`,
@@ -29,7 +30,6 @@ from typing import Any
 
 import redis
 
-from nova_queue import protocol, wake
 from nova_queue.apps.base import AppContext
 from nova_queue.client import NovaClient
 from nova_queue.errors import NovaError, WorkerLostError
@@ -42,12 +42,11 @@ from nova_queue.workers.backend import BackendInfo, detect_backend, device_score
 from nova_queue.workers.claims import Claims
 from nova_queue.workers.execute import Executor, RunOutcome, WorkerShutdown
 from nova_queue.workers.heartbeat import Heartbeat
-from nova_queue.workers.link import GatewayLink, GatewayStore
 from nova_queue.workers.node import Node, load_or_create_node, new_worker_id
 from nova_queue.workers.record import registry_fields
-from nova_queue.workers.redis_wait import wait_for_redis
 from nova_queue.workers.slots import app_slots
 from nova_queue.workers.startup import EXIT_NO_APP, AppBenchmark, NoAppError, self_test
+from nova_queue.workers.transport import WorkerTransport, open_transport
 
 log = logging.getLogger(__name__)
 
@@ -90,18 +89,16 @@ class _Round:
 
 
 class Worker:
-    """One worker process. ``run()`` returns the process exit code."""
+    """One worker process. ``run()`` returns the process exit code. ``client``, ``store``:
+    a Redis client and result store to use (else the settings': Redis and the store, or
+    a gateway when they name one)."""
 
     def __init__(self, settings: Settings, options: WorkerOptions, *,
                  client: NovaClient | None = None, store: ResultStore | None = None):
         self.settings = settings
         self.options = options
-        #: through a gateway (``--gateway URL``): the link stands in for the client and the
-        #: store, and the worker holds no Redis or store credentials
-        self.gateway = bool(settings.gateway_url) and client is None
-        self.client = client or (GatewayLink(settings) if self.gateway
-                                 else NovaClient.from_settings(settings))
-        self._store = GatewayStore(self.client) if self.gateway else store
+        #: the worker's transport: every call it makes of its pool (workers/transport.py)
+        self.client: WorkerTransport = open_transport(settings, client=client, store=store)
         self.stop_event = threading.Event()
         self._in_setup = False
         #: registered at least once: only then is there anything to deregister
@@ -124,14 +121,10 @@ class Worker:
 
     # ---- setup ----------------------------------------------------------------------------
     def setup(self) -> None:
-        """Redis, backend, identity, apps, startup benchmark (the self-test: an app that
+        """The pool, backend, identity, apps, startup benchmark (the self-test: an app that
         fails it is not served), registration, heartbeat."""
-        from nova_queue.stores import open_store
-
         node = self._connect()
         self.name = node.name
-        self.store = self._store or open_store(self.settings.resolved_store_url,
-                                               public_endpoint=self.settings.s3_public_endpoint)
         self.ctx = self._app_context()
         self._load_apps()
         gflops = (device_score_gflops(self.info, self.options.device_score_s)
@@ -145,9 +138,9 @@ class Worker:
         self.abandon.bind(self.worker_id, self.heartbeat)
         slots = app_slots(self.apps, self.options.concurrency)  # --concurrency, where safe
         self.executors = {
-            name: Executor(self.client, self.store, app, self.ctx, self.heartbeat,
-                           self.stop_event, warm=self.benchmarks[name].runs > 0,
-                           slots=slots[name])
+            name: Executor(self.client, app, self.ctx, self.heartbeat, self.stop_event,
+                           warm=self.benchmarks[name].runs > 0, slots=slots[name],
+                           dropped=self.abandon.dropped)
             for name, app in self.apps.items()}  # warm: the benchmark ran the app
         self.claims = Claims(self.client, self.worker_id, self.apps, slots=slots,
                              max_tasks=self.options.max_tasks, stopping=self.stop_event.is_set)
@@ -159,24 +152,19 @@ class Worker:
                  self.info.backend, self.info.device_name, ", ".join(self.apps))
 
     def _connect(self) -> Node:
-        """Redis (or the gateway) and its protocol first: bad credentials or releases fail
-        before minutes of set-up. Then the backend and this process's worker id: through a
-        gateway, the one it gives the token (with its lease timing)."""
-        if self.gateway:
-            hello = self.client.hello(self.stop_event)
-            if hello is None:
-                raise WorkerShutdown()
-            self.settings = dataclasses.replace(
-                self.settings, lease_ttl_s=hello["lease_ttl_s"],
-                heartbeat_interval_s=hello["heartbeat_interval_s"])
-        else:
-            if not wait_for_redis(self.client.redis.ping, self.settings.redis_url,
-                                  self.stop_event):
-                raise WorkerShutdown()
-            protocol.check(self.client.redis, self.client.keys)  # register checks it again
+        """The pool and its protocol first (``hello``): bad credentials or releases fail
+        before minutes of set-up; the pool's lease timing is the worker's. Then the backend
+        and this process's worker id: the one the pool gives (a gateway gives its token's
+        process one), else one of this node's."""
+        hello = self.client.hello(self.stop_event)
+        if hello is None:
+            raise WorkerShutdown()
+        self.settings = dataclasses.replace(
+            self.settings, lease_ttl_s=hello["lease_ttl_s"],
+            heartbeat_interval_s=hello["heartbeat_interval_s"])
         self.info = detect_backend(self.options.backend)
         node = load_or_create_node(Path(self.settings.home), self.options.name)
-        self.worker_id = hello["worker_id"] if self.gateway else new_worker_id(node)
+        self.worker_id = hello.get("worker_id") or new_worker_id(node)
         return node
 
     def _app_context(self) -> AppContext:
@@ -270,7 +258,7 @@ class Worker:
             try:
                 # still waiting: note the event stream's position before claiming, so that a
                 # job enqueued after this claim round ends the wait below at once
-                mark = self._event_mark() if waiting else None
+                mark = self.client.event_mark() if waiting else None
                 claimed = self._claim_round()
             except WorkerLostError:
                 self._rejoin()
@@ -348,18 +336,10 @@ class Worker:
         log.warning("result store failing: pausing %.0f s before claiming again", pause)
         self.stop_event.wait(pause)
 
-    def _event_mark(self) -> str | None:
-        """The event stream's newest id (None through a gateway: its claims long-poll)."""
-        return None if self.gateway else wake.event_mark(self.client)
-
     def _wait_for_work(self, after: str | None, wait_s: float) -> None:
-        """Sleep up to ``wait_s`` (the claim's hint), but wake as soon as a job is enqueued
-        or a task requeued (:mod:`nova_queue.wake`). Through a gateway the claim waited
-        already (a long poll), and its hint is what is left."""
-        if self.gateway:
-            self.stop_event.wait(wait_s)
-        else:
-            wake.wait_for_work(self.client, after, wait_s, self.stop_event)
+        """Sleep up to ``wait_s`` (the claim's hint), but wake as soon as work arrives (the
+        transport knows how: the event stream, or a gateway's long-polled claim)."""
+        self.client.wait_for_work(after, wait_s, self.stop_event)
 
     def _retry_redis(self, fn) -> None:
         delay = 0.5

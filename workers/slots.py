@@ -5,40 +5,32 @@ batches of a run at once in one process, for apps whose spec declares it safe
 once at start. One process means one registration and one heartbeat for all slots; every
 task keeps its own lease, renewed and fenced as with one slot.
 
-The slots are threads that only run the app; the worker's main thread uploads and commits
-each batch's results as it ends (in one call for a run of cheap tasks, held at most
-``MAX_HOLD_S`` while other slots run on), and is the one a stop signal or an abandonment
-interrupts: it waits for the slots in between, with
-``Executor.in_app`` set (a stop that came while it committed ends the wait at once). An
-abandonment (every running lease lost) or a stop drops the batches still running; their
-threads finish on their own and their results are not committed. The interpreter joins
-every pool thread when it exits, so a dropped thread whose app never returns would keep
-the process from exiting: the worker's shutdown waits for them (:func:`dropped_running`)
-until ``NOVA_ABANDON_GRACE_S`` after the drop, then exits with code 75
-(:meth:`~nova_queue.workers.abandon.Abandoner.exit_if_slots_run_on`).
+The slots are threads that only run the app (:class:`SlotPool`); the executor
+(``execute.py``) starts a job's batches on them and, in the worker's main thread, takes
+each batch's outputs as it ends (uploaded and committed: in one call for a run of cheap
+tasks, held at most ``MAX_HOLD_S`` while other slots run on); the main thread is the one a
+stop signal or an abandonment interrupts, while it waits for the slots (its
+``RunningBatch`` is ``in_app`` then). An abandonment (every running lease lost) or a stop
+drops the batches still running; their threads finish on their own and their results are
+not committed. The interpreter joins every pool thread when it exits, so a dropped thread
+whose app never returns would keep the process from exiting: the pool hands such batches
+to the abandonment (:class:`~nova_queue.workers.abandon.DroppedBatches`), and the
+worker's shutdown waits for them until ``NOVA_ABANDON_GRACE_S`` after the drop, then exits
+with code 75 (:meth:`~nova_queue.workers.abandon.Abandoner.exit_if_slots_run_on`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import functools
 import logging
-import threading
-import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from nova_queue.models import Lease
+from nova_queue.workers.abandon import DroppedBatches
 from nova_queue.workers.apps import WorkerApp
 
-if TYPE_CHECKING:
-    from nova_queue.workers.execute import Executor, _Run
-
 log = logging.getLogger(__name__)
-
-#: batches of this process dropped while their app still ran: (when dropped, future)
-_dropped: list[tuple[float, cf.Future]] = []
-_dropped_lock = threading.Lock()
 
 
 def app_slots(apps: Mapping[str, WorkerApp], concurrency: int) -> dict[str, int]:
@@ -57,82 +49,41 @@ def app_slots(apps: Mapping[str, WorkerApp], concurrency: int) -> dict[str, int]
     return slots
 
 
-def run_batches(ex: Executor, run: _Run, batches: list[list[Lease]],
-                params: dict[str, Any]) -> None:
-    """Run ``batches`` of one job on ``ex.slots`` threads; upload and commit each batch's
-    results in the main thread as it ends."""
-    from nova_queue.workers.execute import (
-        MAX_HOLD_S,
-        TaskAbandoned,
-        WorkerShutdown,
-        run_app,
-        task_input,
-    )
+class SlotPool:
+    """Batches of one job of ``app`` running on up to ``slots`` threads, each only calling
+    ``run(batch)`` (the app); :meth:`close` drops what still runs."""
 
-    live = [b for b in ([x for x in batch if not ex._lost(run, x)] for batch in batches) if b]
-    if not live:
-        return
-    warm = ex.ran_once
-    pool = cf.ThreadPoolExecutor(max_workers=ex.slots, thread_name_prefix=f"{ex.spec.name}-slot")
-    futures = {pool.submit(run_app, ex.runner, ex.ctx, [task_input(x, params) for x in b]): b
-               for b in live}
-    waiting: set[cf.Future] = set(futures)
-    ex.batch_seq += 1
-    try:
-        while waiting:
-            ex.running = frozenset(x.task_id for f in waiting for x in futures[f])
-            if ex.running <= ex.heartbeat.lost_ids():
-                # the leases of the batches left were lost while other slots ran: the
-                # heartbeat abandons only when a loss is reported, so drop them here
-                raise TaskAbandoned()
-            ex.in_app = True
-            try:
-                if ex.stop_event.is_set():  # the signal came while this thread committed
-                    raise WorkerShutdown()
-                # results held for one commit wait MAX_HOLD_S at most, slots running or not
-                hold = (max(0.0, MAX_HOLD_S - (time.perf_counter() - run.ready_since))
-                        if run.ready else None)
-                done, waiting = cf.wait(waiting, timeout=hold, return_when=cf.FIRST_COMPLETED)
-            finally:
-                ex.in_app = False
-            for fut in done:
-                ex._take_result(run, futures[fut], fut, warm)
-            if run.ready and time.perf_counter() - run.ready_since >= MAX_HOLD_S:
-                ex._flush(run, last=False)
-    except TaskAbandoned:
-        left = [x for f in waiting for x in futures[f]]
-        log.warning("abandoned %d task(s) of %s while running: %s", len(left), ex.spec.name,
-                    ", ".join(x.task_id for x in left))
-        for x in left:
-            ex.heartbeat.drop(x)
-        run.outcome.abandoned += len(left)
-    finally:
-        ex.running = frozenset()
-        pool.shutdown(wait=False, cancel_futures=True)
-        _note_dropped(ex.spec.name, futures)
+    def __init__(self, app: str, slots: int, dropped: DroppedBatches):
+        self._app, self._dropped = app, dropped
+        self._pool = cf.ThreadPoolExecutor(max_workers=slots,
+                                           thread_name_prefix=f"{app}-slot")
+        self._batches: dict[cf.Future, list[Lease]] = {}
+        self._waiting: set[cf.Future] = set()
 
+    def start(self, batches: list[list[Lease]], run: Callable[[list[Lease]], Any]) -> None:
+        """Submit each batch: up to ``slots`` run at once, the others as slots free up."""
+        for batch in batches:
+            self._batches[self._pool.submit(run, batch)] = batch
+        self._waiting = set(self._batches)
 
-def dropped_running() -> list[tuple[float, cf.Future]]:
-    """Batches of this process dropped while their app ran whose app has not returned yet
-    (their threads keep the interpreter from exiting): (when dropped, future)."""
-    with _dropped_lock:
-        _dropped[:] = [(t, f) for t, f in _dropped if not f.done()]
-        return list(_dropped)
+    @property
+    def running(self) -> list[list[Lease]]:
+        """The batches not handed back yet by :meth:`wait` (running, or not started)."""
+        return [self._batches[f] for f in self._waiting]
 
+    def task_ids(self) -> frozenset[str]:
+        """The task ids of the batches not handed back yet."""
+        return frozenset(x.task_id for f in self._waiting for x in self._batches[f])
 
-def _note_dropped(app: str, futures: Mapping[cf.Future, Any]) -> None:
-    """Remember the batches whose app still runs once the pool is dropped (the others were
-    cancelled or are done); each logs when it returns late."""
-    now = time.monotonic()
-    running = [f for f in futures if not f.done()]
-    if not running:
-        return
-    with _dropped_lock:
-        _dropped.extend((now, f) for f in running)
-    for fut in running:
-        fut.add_done_callback(functools.partial(_returned_late, app, now))
+    def wait(self, timeout_s: float | None) -> list[tuple[list[Lease], cf.Future]]:
+        """The batches that ended, each with its future, once one has (or ``timeout_s``
+        passed: none)."""
+        done, self._waiting = cf.wait(self._waiting, timeout=timeout_s,
+                                      return_when=cf.FIRST_COMPLETED)
+        return [(self._batches[f], f) for f in done]
 
-
-def _returned_late(app: str, dropped_at: float, fut: cf.Future) -> None:
-    log.info("a dropped batch of %s returned %.1f s after it was dropped; its result is "
-             "discarded", app, time.monotonic() - dropped_at)
+    def close(self) -> None:
+        """Cancel the batches not started; drop those still running (noted in ``dropped``:
+        their threads finish on their own, and their results are not taken)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._dropped.note(self._app, self._batches)

@@ -28,20 +28,20 @@ import redis
 from flask import Flask, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from nova_queue import errors
+from nova_queue import errors, wire
 from nova_queue.client import NovaClient
 from nova_queue.dist import WheelCache
-from nova_queue.gateway import dist, routes
+from nova_queue.gateway import commits, dist, routes
 from nova_queue.gateway.auth import AUTH_LUA, RateLimited
-from nova_queue.gateway.results import MAX_HEAD_BYTES
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 
 log = logging.getLogger(__name__)
 
-#: What a commit may add to its result's bytes: its JSON (``results.MAX_HEAD_BYTES``) and,
-#: in a multipart body, the parts' headers.
-UPLOAD_OVERHEAD_BYTES = 2 * MAX_HEAD_BYTES
+#: What a commit may add to its result's bytes: its JSON (``wire.MAX_COMMIT_HEAD_BYTES``)
+#: and, in a multipart body, the parts' headers; a batch's JSON
+#: (``wire.MAX_BATCH_HEAD_BYTES``) to its results'.
+UPLOAD_OVERHEAD_BYTES = max(2 * wire.MAX_COMMIT_HEAD_BYTES, wire.MAX_BATCH_HEAD_BYTES)
 
 #: exception -> (HTTP status, kind); the first match in this order wins
 _ANSWERS: tuple[tuple[type[Exception], int, str], ...] = (
@@ -96,6 +96,7 @@ def create_app(test_config: dict[str, Any] | None = None, *, settings: Settings 
     # the wheel joining machines install (gateway/dist.py), made in <NOVA_HOME>/.nova/dist
     app.extensions["nova_wheel"] = WheelCache(Path(settings.home) / ".nova" / "dist")
     app.register_blueprint(routes.bp)
+    app.register_blueprint(commits.bp)
     app.register_blueprint(dist.bp)
     app.before_request(_refuse_oversized)
     _register_errors(app)

@@ -2,15 +2,18 @@
 gateway writes it under exactly that attempt's write-once key and nowhere else, then runs
 the commit.
 
-The worker's link sends a commit as one raw body (``Content-Type:`` :data:`RAW_TYPE`): the
-commit's JSON (``{"commit", "content_type", "metadata"}``, its length in the header
-:data:`HEAD_HEADER`, at most :data:`MAX_HEAD_BYTES`), then the result's bytes, with the
-lease's task id in :data:`TASK_HEADER`. The gateway authenticates the request and reads
-that task's holder in one round trip (:mod:`~nova_queue.gateway.auth`) before it parses a
-byte of the body: no multipart parse, no JSON of an unauthenticated body. A multipart body
-(the commit's JSON in the field ``commit``, the result in the file ``data`` with
-``content_type`` and ``metadata``: what the first release's link sends) is accepted too,
-its holder read after authentication. JSON nested deeper than
+The worker's link sends a commit as one raw body (``Content-Type:``
+:data:`~nova_queue.wire.COMMIT_TYPE`, the names of :mod:`nova_queue.wire`): the commit's JSON
+(``{"commit", "content_type", "metadata"}``, its length in the header
+``COMMIT_LENGTH_HEADER``, at most ``MAX_COMMIT_HEAD_BYTES``), then the result's bytes, with
+the lease's task id in ``COMMIT_TASK_HEADER``. The gateway authenticates the request and
+reads that task's holder in one round trip (:mod:`~nova_queue.gateway.auth`) before it
+parses a byte of the body: no multipart parse, no JSON of an unauthenticated body. A
+multipart body (the commit's JSON in the field ``commit``, the result in the file ``data``
+with ``content_type`` and ``metadata``: what the first release's link sends) is accepted
+too, its holder read after authentication. A batch of commits (:func:`read_batch`) is one
+raw body too: its JSON lists each commit with its result's size, and the results follow;
+it is read after authentication, its holders in one round trip. JSON nested deeper than
 :data:`~nova_queue.wire.MAX_JSON_DEPTH` is a 400 and one log line.
 
 The commit names its lease; the gateway checks everything the commit could be refused for
@@ -46,19 +49,12 @@ from flask import request
 from nova_queue import errors, wire
 from nova_queue.gateway.auth import HOLDER_FIELDS, Caller
 from nova_queue.keys import RESULT_EXT_RE, result_key
+from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import Lease
 from nova_queue.stores.base import normalize_metadata
 
 log = logging.getLogger(__name__)
 
-#: The content type of a raw commit: the commit's JSON, then the result's bytes.
-RAW_TYPE = wire.COMMIT_TYPE
-#: The header that gives the length of a raw commit's JSON, in bytes.
-HEAD_HEADER = wire.COMMIT_LENGTH_HEADER
-#: The header that names the commit's task (read with the token; a hint, never trusted).
-TASK_HEADER = wire.COMMIT_TASK_HEADER
-#: The longest commit JSON (the commit, content type and metadata) a commit may carry.
-MAX_HEAD_BYTES = 64 * 1024
 
 
 def parse_json(raw: bytes | str, what: str) -> dict[str, Any]:
@@ -83,13 +79,13 @@ class Upload:
     @classmethod
     def from_request(cls) -> Upload:
         """The request's kind (raw or multipart); its body stays unread."""
-        return cls(raw=request.mimetype == RAW_TYPE)
+        return cls(raw=request.mimetype == wire.COMMIT_TYPE)
 
     @staticmethod
     def task_hint() -> str | None:
         """The task id the request's header names, to read its holder with the token;
         nothing is trusted from it (the commit's lease must name the same task)."""
-        tid = request.headers.get(TASK_HEADER, "")
+        tid = request.headers.get(wire.COMMIT_TASK_HEADER, "")
         return tid if 0 < len(tid) <= 256 else None
 
     def commit(self) -> dict[str, Any]:
@@ -99,21 +95,14 @@ class Upload:
         body = self.head.get("commit")
         if not isinstance(body, dict):
             raise errors.InputError("complete: send the result with the commit: a raw body "
-                                    f"({RAW_TYPE}: {HEAD_HEADER} bytes of JSON with a "
-                                    "'commit' object, then the result) or multipart/form-data "
-                                    "('commit', 'data')")
+                                    f"({wire.COMMIT_TYPE}: {wire.COMMIT_LENGTH_HEADER} bytes "
+                                    "of JSON with a 'commit' object, then the result) or "
+                                    "multipart/form-data ('commit', 'data')")
         return body
 
     @staticmethod
     def _read_raw_head() -> dict[str, Any]:
-        try:
-            size = int(request.headers.get(HEAD_HEADER, ""))
-        except ValueError:
-            size = 0
-        if not 0 < size <= MAX_HEAD_BYTES:
-            raise errors.InputError(f"complete: {HEAD_HEADER} must be from 1 to "
-                                    f"{MAX_HEAD_BYTES}")
-        return parse_json(request.stream.read(size), "complete: the commit's JSON")
+        return _raw_head("complete", wire.MAX_COMMIT_HEAD_BYTES)
 
     @staticmethod
     def _read_form() -> dict[str, Any]:
@@ -141,6 +130,56 @@ class Upload:
         return self._data
 
 
+def _raw_head(call: str, limit: int, what: str = "the commit's JSON") -> dict[str, Any]:
+    """A raw body's JSON: its length in the header (1 to ``limit`` bytes), parsed; or 400."""
+    try:
+        size = int(request.headers.get(wire.COMMIT_LENGTH_HEADER, ""))
+    except ValueError:
+        size = 0
+    if not 0 < size <= limit:
+        raise errors.InputError(f"{call}: {wire.COMMIT_LENGTH_HEADER} must be from 1 to "
+                                f"{limit}")
+    return parse_json(request.stream.read(size), f"{call}: {what}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchItem:
+    """One commit of a batch and its result, as sent (nothing checked yet)."""
+
+    commit: dict[str, Any]
+    content_type: object
+    metadata: object
+    data: bytes
+
+
+def read_batch(limit: int) -> tuple[list[BatchItem], object]:
+    """A batch's commits with their results, and its ``next`` claim as sent (read after
+    authentication): 400 for a body that is not a batch (1 to 64 commits, each with its
+    result's size, the results exactly as long), 413 when its results are over ``limit``."""
+    if request.mimetype != wire.COMMIT_TYPE:
+        raise errors.InputError(f"complete_batch: send a raw body ({wire.COMMIT_TYPE})")
+    head = _raw_head("complete_batch", wire.MAX_BATCH_HEAD_BYTES, "the batch's JSON")
+    entries = head.get("commits")
+    if not (isinstance(entries, list) and 1 <= len(entries) <= MAX_CLAIM_K
+            and all(isinstance(e, dict) and isinstance(e.get("commit"), dict)
+                    and type(e.get("bytes")) is int and e["bytes"] >= 0 for e in entries)):
+        raise errors.InputError(f"complete_batch: 'commits' must list 1 to {MAX_CLAIM_K} "
+                                "commits, each with its result's size ('bytes')")
+    total = sum(e["bytes"] for e in entries)
+    if total > limit:
+        raise errors.ResultTooLargeError(
+            f"the results are larger than the gateway accepts ({limit} bytes)")
+    data = request.stream.read(total + 1)
+    if len(data) != total:
+        raise errors.InputError("complete_batch: the results' sizes do not match the body")
+    items, at = [], 0
+    for e in entries:
+        items.append(BatchItem(e["commit"], e.get("content_type"), e.get("metadata"),
+                               data[at:at + e["bytes"]]))
+        at += e["bytes"]
+    return items, head.get("next")
+
+
 def lease_key(lease: Lease, key: object) -> str:
     """``key`` if it is ``lease``'s own result key (any extension), else 403."""
     if not isinstance(key, str) or "." not in key:
@@ -159,6 +198,19 @@ def holds(state, caller: Caller, lease: Lease) -> bool:
     vals = caller.task if caller.task_id == lease.task_id else dict(zip(
         HOLDER_FIELDS, state.client.redis.hmget(state.client.keys.task(lease.task_id),
                                                 HOLDER_FIELDS)))
+    return _held(vals, caller, lease)
+
+
+def holders(state, caller: Caller, leases: list[Lease]) -> list[bool]:
+    """:func:`holds` for each of ``leases``, read in one round trip."""
+    pipe = state.client.redis.pipeline(transaction=False)
+    for lease in leases:
+        pipe.hmget(state.client.keys.task(lease.task_id), HOLDER_FIELDS)
+    return [_held(dict(zip(HOLDER_FIELDS, row)), caller, lease)
+            for row, lease in zip(pipe.execute(), leases, strict=True)]
+
+
+def _held(vals: dict[str, str | None], caller: Caller, lease: Lease) -> bool:
     gen, aid, wid = str(lease.lease_gen), lease.attempt_id, caller.worker_id
     primary = (vals["worker"], vals["lease_gen"], vals["attempt_id"]) == (wid, gen, aid)
     backup = (vals["b_worker"], vals["b_lease_gen"], vals["b_attempt_id"]) == (wid, gen, aid)
@@ -166,12 +218,18 @@ def holds(state, caller: Caller, lease: Lease) -> bool:
 
 
 def store_upload(state, caller: Caller, lease: Lease, key: str, upload: Upload) -> None:
-    """Write the request's result under ``lease``'s key (checked by :func:`lease_key`). A
-    retried upload of the same attempt finds its own object and succeeds."""
-    worker_meta = upload.head.get("metadata") if upload.head else None
-    data = upload.data(state.settings.gateway_max_result_bytes)
-    content_type = str((upload.head or {}).get("content_type")
-                       or "application/octet-stream")[:128]
+    """Write the request's result under ``lease``'s key (checked by :func:`lease_key`)."""
+    head = upload.head or {}
+    store_result(state, caller, lease, key, upload.data(state.settings.gateway_max_result_bytes),
+                 head.get("content_type"), head.get("metadata"))
+
+
+def store_result(state, caller: Caller, lease: Lease, key: str, data: bytes,
+                 content_type: object, worker_meta: object) -> None:
+    """Write a result under ``lease``'s key (checked by :func:`lease_key`) with the metadata
+    the gateway vouches for. A retried upload of the same attempt finds its own object and
+    succeeds."""
+    content_type = str(content_type or "application/octet-stream")[:128]
     meta = _metadata(worker_meta, lease, caller)
     try:
         state.store.put(key, data, content_type, meta)

@@ -9,12 +9,12 @@ what its worker may register and claim; its labels are pinned onto the worker's,
 custom label the token does not grant is refused: requirements are checked against labels
 the pool's owner vouched for. ``claim`` long-polls: with nothing to claim it waits, as the
 direct worker does (:mod:`nova_queue.wake`), up to ``wait_ms`` (at most 10 s), and claims
-again when work arrives.
+again when work arrives. The commits, which carry their results (``complete``,
+``complete_batch``), are in :mod:`~nova_queue.gateway.commits`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import secrets
 from typing import Any
@@ -25,8 +25,8 @@ from nova_queue import __version__, errors, protocol, wake, wire
 from nova_queue.gateway import results
 from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
 from nova_queue.keys import ATTEMPT_ID_RE
-from nova_queue.limits import MAX_CLAIM_K, MAX_META_BYTES, MAX_RUN_S
-from nova_queue.models import ClaimResult, Lease
+from nova_queue.limits import MAX_CLAIM_K
+from nova_queue.models import ClaimResult
 from nova_queue.placement import AUTOMATIC_LABELS, labels_from_json
 
 bp = Blueprint("gateway", __name__, url_prefix="/v1")
@@ -37,15 +37,16 @@ MAX_CLAIM_WAIT_MS = 10_000
 #: worker behind a gateway must be one its token grants.
 SELF_REPORTED = frozenset(AUTOMATIC_LABELS)
 FAIL_KINDS = ("error", "oom", "shutdown", "infra", "prepare")
-#: Largest JSON body of a call other than ``complete`` (a renewal of 512 leases is ~30 KB).
+#: Largest JSON body of a call other than a commit (a renewal of 512 leases is ~30 KB).
 MAX_JSON_BYTES = 1024 * 1024
 
 
-def _state():
+def gateway_state():
+    """The gateway's :class:`~nova_queue.gateway.app.GatewayState`: client, store, settings."""
     return current_app.extensions["nova_gateway"]
 
 
-def _body() -> dict[str, Any]:
+def json_body() -> dict[str, Any]:
     """The request's JSON object (read after its token is checked), or 400; 413 past
     :data:`MAX_JSON_BYTES`, unread."""
     if not request.is_json:
@@ -55,14 +56,15 @@ def _body() -> dict[str, Any]:
     return results.parse_json(request.get_data(), "the request's JSON")
 
 
-def _ids(raw: object) -> list[str]:
+def attempt_ids(raw: object) -> list[str]:
+    """A claim's attempt ids (1 to 64, each well formed), else 400."""
     if (not isinstance(raw, list) or not 1 <= len(raw) <= MAX_CLAIM_K
             or not all(isinstance(x, str) and ATTEMPT_ID_RE.match(x) for x in raw)):
         raise errors.InputError(f"attempt_ids: a list of 1 to {MAX_CLAIM_K} attempt ids")
     return raw
 
 
-def _app(caller: Caller, app: object) -> str:
+def registered_app(caller: Caller, app: object) -> str:
     """``app`` if this worker registered it (and so its token allows it), else 403."""
     if not isinstance(app, str) or app not in caller.token.registered:
         raise errors.AccessDeniedError(f"app {app!r} is not one this worker registered")
@@ -73,8 +75,8 @@ def _app(caller: Caller, app: object) -> str:
 def hello() -> Any:
     """Check the worker's protocol and give its process a worker id."""
     caller = authenticate(need_worker=False)
-    theirs = _body().get("protocol")
-    state = _state()
+    theirs = json_body().get("protocol")
+    state = gateway_state()
     if theirs != protocol.PROTOCOL:
         raise errors.ConfigError(f"this worker speaks protocol {theirs!r} but the gateway "
                                  f"speaks protocol {protocol.PROTOCOL}: run one release on both")
@@ -88,14 +90,15 @@ def hello() -> Any:
     st = state.settings
     return jsonify({"worker_id": worker_id, "protocol": protocol.PROTOCOL, "nova": __version__,
                     "lease_ttl_s": st.lease_ttl_s, "heartbeat_interval_s": st.heartbeat_interval_s,
-                    "max_result_bytes": st.gateway_max_result_bytes})
+                    "max_result_bytes": st.gateway_max_result_bytes,
+                    "complete_batch": True})  # an earlier release's link commits one by one
 
 
 @bp.post("/register")
 def register() -> Any:
     """Join (or re-join) the fleet with the token's apps and labels."""
     caller = authenticate()
-    body, state = _body(), _state()
+    body, state = json_body(), gateway_state()
     apps, fields, bench = body.get("apps"), body.get("fields"), body.get("bench", {})
     if (not isinstance(apps, list) or not apps or not isinstance(fields, dict)
             or not isinstance(bench, dict)
@@ -133,8 +136,8 @@ def _pinned_labels(caller: Caller, raw: object) -> dict[str, str]:
 def claim() -> Any:
     """Lease up to ``len(attempt_ids)`` tasks; with nothing to claim, wait for work."""
     caller = authenticate()
-    body, state = _body(), _state()
-    app, ids = _app(caller, body.get("app")), _ids(body.get("attempt_ids"))
+    body, state = json_body(), gateway_state()
+    app, ids = registered_app(caller, body.get("app")), attempt_ids(body.get("attempt_ids"))
     try:
         wait_ms = max(0, min(int(body.get("wait_ms") or 0), MAX_CLAIM_WAIT_MS))
     except (TypeError, ValueError, OverflowError):
@@ -153,98 +156,23 @@ def claim() -> Any:
 def renew() -> Any:
     """Heartbeat: extend the leases listed (``[[task_id, lease_gen, attempt_id], ...]``)."""
     caller = authenticate()
-    raw = _body().get("leases")
+    raw = json_body().get("leases")
     if not isinstance(raw, list):
         raise errors.InputError("renew: leases must be a list")
     leases = [wire.fenced_lease({"task_id": x[0], "lease_gen": x[1], "attempt_id": x[2],
                                  "app": ""}) for x in raw if isinstance(x, list) and len(x) == 3]
     if len(leases) != len(raw):
         raise errors.InputError("renew: each lease is [task_id, lease_gen, attempt_id]")
-    return jsonify(wire.renew_to_json(_state().client.renew(caller.worker_id, leases)))
-
-
-@bp.post("/complete")
-def complete() -> Any:
-    """Commit a result, sent with the commit (``results.py``: a raw body, or multipart),
-    and claim the next tasks with ``next``. Everything the gateway can check is checked
-    before the result is written; it is written first if this worker holds the lease (if
-    not, the commit script's fence refuses, 403, and counts it); a commit the scripts
-    refuse deletes what it wrote."""
-    upload = results.Upload.from_request()
-    caller = authenticate(task_id=upload.task_hint())
-    state = _state()
-    call = _checked_commit(caller, upload.commit())
-    upload.data(state.settings.gateway_max_result_bytes)  # 413 before anything is written
-    lease, key = call.lease, call.key
-    held = results.holds(state, caller, lease)
-    if held:
-        results.store_upload(state, caller, lease, key, upload)
-    try:
-        done, claimed = _commit(caller, call)
-    except errors.COMMIT_REFUSALS:
-        if held:
-            results.delete_orphan(state, caller, key)
-        raise
-    if not held:  # it was claimed between the check and the script: write it now
-        results.store_upload(state, caller, lease, key, upload)
-    return jsonify({"job_finished": done.job_finished, "replayed": done.replayed,
-                    "claimed": wire.claim_to_json(claimed) if claimed is not None else None})
-
-
-@dataclasses.dataclass(frozen=True)
-class _Commit:
-    """A commit's fields, each checked as the commit script checks it."""
-
-    lease: Lease
-    key: str
-    run_s: float
-    warm: bool
-    meta: dict[str, Any]
-    #: the next claim: (app, attempt ids), or None
-    next: tuple[str, list[str]] | None
-
-
-def _checked_commit(caller: Caller, body: dict[str, Any]) -> _Commit:
-    """The commit's fields, or the error the scripts would answer (400, 403) before
-    anything is written: lease, key, run time, metadata size and the next claim."""
-    lease = wire.fenced_lease(body.get("lease"))
-    _app(caller, lease.app)
-    key = results.lease_key(lease, body.get("key"))
-    try:
-        run_s = float(body.get("run_s", 0.0))
-    except (TypeError, ValueError, OverflowError):
-        run_s = -1.0
-    if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
-        raise errors.InputError(f"complete: run_s must be a number from 0 to {MAX_RUN_S}")
-    meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
-    if len(json.dumps(meta)) > MAX_META_BYTES:
-        raise errors.InputError(f"complete: meta must be at most {MAX_META_BYTES} bytes of "
-                                "JSON")
-    nxt = body.get("next")
-    after = ((_app(caller, nxt.get("app")), _ids(nxt.get("attempt_ids")))
-             if isinstance(nxt, dict) else None)
-    return _Commit(lease, key, run_s, bool(body.get("warm")), meta, after)
-
-
-def _commit(caller: Caller, call: _Commit):
-    """complete, or complete_and_claim with ``next``: (CompleteResult, ClaimResult|None)."""
-    client = _state().client
-    if call.next is not None:
-        app, ids = call.next
-        return client.complete_and_claim(caller.worker_id, call.lease, call.key,
-                                         run_s=call.run_s, warm=call.warm, meta=call.meta,
-                                         app=app, attempt_ids=ids)
-    return client.complete(caller.worker_id, call.lease, call.key, run_s=call.run_s,
-                           warm=call.warm, meta=call.meta), None
+    return jsonify(wire.renew_to_json(gateway_state().client.renew(caller.worker_id, leases)))
 
 
 @bp.post("/fail")
 def fail() -> Any:
     """Report a failed run of a lease this worker holds."""
     caller = authenticate()
-    body = _body()
+    body = json_body()
     lease = wire.fenced_lease(body.get("lease"))
-    _app(caller, lease.app)
+    registered_app(caller, lease.app)
     kind = body.get("kind")
     if kind not in FAIL_KINDS:
         raise errors.InputError(f"fail: kind must be one of {', '.join(FAIL_KINDS)}")
@@ -252,7 +180,7 @@ def fail() -> Any:
         batch = int(body.get("batch") or 1)
     except (TypeError, ValueError, OverflowError):
         raise errors.InputError("fail: batch must be a number") from None
-    res = _state().client.fail(caller.worker_id, lease, kind, str(body.get("message", "")),
+    res = gateway_state().client.fail(caller.worker_id, lease, kind, str(body.get("message", "")),
                                batch=batch)
     return jsonify({"requeued": res.requeued, "state": res.state})
 
@@ -261,22 +189,23 @@ def fail() -> Any:
 def loaded() -> Any:
     """The worker holds ``model`` of ``app`` warm now."""
     caller = authenticate()
-    body = _body()
-    app, model = _app(caller, body.get("app")), str(body.get("model", ""))[:256]
+    body = json_body()
+    app, model = registered_app(caller, body.get("app")), str(body.get("model", ""))[:256]
     try:
         load_s = float(body.get("load_s", 0.0))
     except (TypeError, ValueError, OverflowError):
         raise errors.InputError("loaded: load_s must be a number") from None
-    return jsonify({"loads": _state().client.note_loaded(caller.worker_id, app, model, load_s)})
+    loads = gateway_state().client.note_loaded(caller.worker_id, app, model, load_s)
+    return jsonify({"loads": loads})
 
 
 @bp.post("/loading")
 def loading() -> Any:
     """The worker starts (``start`` true) or stops loading ``model`` of ``app``."""
     caller = authenticate()
-    body = _body()
-    app, model = _app(caller, body.get("app")), str(body.get("model", ""))[:256]
-    started = _state().client.note_loading(caller.worker_id, app, model,
+    body = json_body()
+    app, model = registered_app(caller, body.get("app")), str(body.get("model", ""))[:256]
+    started = gateway_state().client.note_loading(caller.worker_id, app, model,
                                            start=body.get("start") is not False)
     return jsonify({"started_ms": started})
 
@@ -285,4 +214,4 @@ def loading() -> Any:
 def deregister() -> Any:
     """Leave the fleet; leases still held return to pending."""
     caller = authenticate()
-    return jsonify({"released": _state().client.deregister_worker(caller.worker_id)})
+    return jsonify({"released": gateway_state().client.deregister_worker(caller.worker_id)})

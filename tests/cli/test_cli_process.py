@@ -140,6 +140,12 @@ def test_enqueue_wait_follows_a_real_worker_then_results(env, nova, tmp_path):
                         text_lines[-1]), text_lines
     assert text_lines[0] == text_lines[-1].split()[1] != job_id
 
+    _check_status_and_worker(env, job_id, prompts)
+    _check_results(env, job_id, tmp_path / "results")
+
+
+def _check_status_and_worker(env, job_id: str, prompts: list[str]) -> None:
+    """``status`` and ``workers`` as JSON after the run: each task done by the worker."""
     status = json.loads(run_cli(["status", job_id, "--json"], env).stdout)
     [w] = json.loads(run_cli(["workers", "--json"], env).stdout)
     assert [t["prompt"] for t in status["tasks"]] == prompts
@@ -151,7 +157,9 @@ def test_enqueue_wait_follows_a_real_worker_then_results(env, nova, tmp_path):
         5, 1, False, "cpu", ["synthetic"])
     assert w["benchmark_s"] > 0 and w["ema_s"] > 0
 
-    out = tmp_path / "results"
+
+def _check_results(env, job_id: str, out) -> None:
+    """``results --out``: each task's PNG, with its job and index in its text chunks."""
     res = run_cli(["results", job_id, "--out", str(out)], env)
     assert res.returncode == 0, res.stderr
     assert "wrote 3 result(s)" in res.stdout

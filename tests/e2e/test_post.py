@@ -126,30 +126,9 @@ def test_artifacts_end_to_end(client, env, store_url, tmp_path):
     keys = ArtifactKeys.for_job(job)
     tasks = client.tasks(job)
     manifest = json.loads(store.get(keys.manifest).data)
-    assert manifest["job"]["job_id"] == job and manifest["job"]["state"] == "done"
-    assert manifest["artifacts"] == keys.to_json()
-    assert [t["index"] for t in manifest["tasks"]] == list(range(len(tasks)))
-    for entry, t in zip(manifest["tasks"], tasks):
-        assert entry["state"] == "done" and entry["prompt"] == t.input
-        assert entry["worker"] == "w-cpu" and entry["worker_id"] == t.worker_id
-        assert entry["backend"] == "cpu" and entry["host"] == t.host
-        assert entry["result"] == t.result and entry["result"].startswith(f"jobs/{job}/results/")
-        assert entry["attempts"] == 1 and entry["lease_gen"] == t.lease_gen
-        assert entry["timings"]["run_s"] == t.run_s and entry["timings"]["finished_ms"]
-        assert entry["file"] == f"results/{t.index:05d}.png"
-
+    _check_manifest(manifest, job, keys, tasks)
     sheet = store.get(keys.contact_sheet)
-    assert sheet.content_type == "image/png"
-    layout = sheet_layout(len(tasks))
-    with Image.open(io.BytesIO(sheet.data)) as im:
-        assert im.format == "PNG" and im.size == (layout.width, layout.height)
-        # the first tile shows the first result's card (64 px: pasted unscaled, centred)
-        x, y = layout.tile_origin(0)
-        with Image.open(io.BytesIO(store.get(tasks[0].result).data)) as card:
-            off = (layout.tile_px - card.width) // 2
-            pasted = im.convert("RGB").crop((x + off, y + off, x + off + card.width,
-                                             y + off + card.height))
-            assert pasted.tobytes() == card.convert("RGB").tobytes()
+    _check_contact_sheet(sheet, store, tasks)
 
     with zipfile.ZipFile(io.BytesIO(store.get(keys.zip).data)) as zf:
         assert sorted(zf.namelist()) == sorted(
@@ -165,6 +144,36 @@ def test_artifacts_end_to_end(client, env, store_url, tmp_path):
     assert (dest / "contact-sheet.png").read_bytes() == sheet.data
     assert (dest / f"{job}.zip").read_bytes() == store.get(keys.zip).data
     assert len(list(dest.glob("0000*.png"))) == len(tasks)
+
+
+def _check_manifest(manifest: dict, job: str, keys: ArtifactKeys, tasks: list) -> None:
+    """The manifest names the job, its artifacts and each task as the client sees it."""
+    assert manifest["job"]["job_id"] == job and manifest["job"]["state"] == "done"
+    assert manifest["artifacts"] == keys.to_json()
+    assert [t["index"] for t in manifest["tasks"]] == list(range(len(tasks)))
+    for entry, t in zip(manifest["tasks"], tasks):
+        assert entry["state"] == "done" and entry["prompt"] == t.input
+        assert entry["worker"] == "w-cpu" and entry["worker_id"] == t.worker_id
+        assert entry["backend"] == "cpu" and entry["host"] == t.host
+        assert entry["result"] == t.result and entry["result"].startswith(f"jobs/{job}/results/")
+        assert entry["attempts"] == 1 and entry["lease_gen"] == t.lease_gen
+        assert entry["timings"]["run_s"] == t.run_s and entry["timings"]["finished_ms"]
+        assert entry["file"] == f"results/{t.index:05d}.png"
+
+
+def _check_contact_sheet(sheet, store, tasks: list) -> None:
+    """A PNG of one tile per task; the first tile shows the first result's card."""
+    assert sheet.content_type == "image/png"
+    layout = sheet_layout(len(tasks))
+    with Image.open(io.BytesIO(sheet.data)) as im:
+        assert im.format == "PNG" and im.size == (layout.width, layout.height)
+        # the first tile shows the first result's card (64 px: pasted unscaled, centred)
+        x, y = layout.tile_origin(0)
+        with Image.open(io.BytesIO(store.get(tasks[0].result).data)) as card:
+            off = (layout.tile_px - card.width) // 2
+            pasted = im.convert("RGB").crop((x + off, y + off, x + off + card.width,
+                                             y + off + card.height))
+            assert pasted.tobytes() == card.convert("RGB").tobytes()
 
 
 def test_poison_task_job_still_gets_artifacts(client, env, tmp_path):

@@ -10,8 +10,8 @@ import pytest
 from novatests.gateway import auth, join
 
 from nova_queue import TaskSpec, protocol, tokens
-from nova_queue.gateway.results import HEAD_HEADER, RAW_TYPE
 from nova_queue.keys import result_key
+from nova_queue.wire import COMMIT_LENGTH_HEADER, COMMIT_TYPE
 
 
 def claim(gw, token: str, ids=("a1",)) -> dict:
@@ -31,8 +31,8 @@ def raw_commit(gw, token: str, lease: dict, data: bytes = b"png", key: str | Non
     if head is None:
         head = json.dumps({"commit": commit, "content_type": "image/png",
                            "metadata": {"app": "synthetic"}}).encode()
-    headers = {**auth(token), "Content-Type": RAW_TYPE,
-               HEAD_HEADER: length if length is not None else str(len(head))}
+    headers = {**auth(token), "Content-Type": COMMIT_TYPE,
+               COMMIT_LENGTH_HEADER: length if length is not None else str(len(head))}
     return gw.post("/v1/complete", headers=headers, data=head + data), key
 
 

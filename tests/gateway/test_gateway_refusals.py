@@ -15,9 +15,9 @@ from novatests.gateway import auth, gateway_worker, join
 
 from nova_queue import TaskSpec
 from nova_queue.gateway import create_app
-from nova_queue.gateway.results import HEAD_HEADER, RAW_TYPE, TASK_HEADER
 from nova_queue.keys import result_key
 from nova_queue.limits import MAX_INPUT_BYTES, MAX_META_BYTES
+from nova_queue.wire import COMMIT_LENGTH_HEADER, COMMIT_TASK_HEADER, COMMIT_TYPE
 
 
 def claim(gw, token: str, ids=("a1",)) -> dict:
@@ -42,8 +42,8 @@ def raw_commit(gw, token: str, lease: dict, data: bytes = b"png", *, head: bytes
     if head is None:
         head = json.dumps({"commit": commit, "content_type": "image/png",
                            "metadata": {"app": "synthetic"}}).encode()
-    headers = {**auth(token), "Content-Type": RAW_TYPE, HEAD_HEADER: str(len(head)),
-               TASK_HEADER: lease["task_id"]}
+    headers = {**auth(token), "Content-Type": COMMIT_TYPE, COMMIT_LENGTH_HEADER: str(len(head)),
+               COMMIT_TASK_HEADER: lease["task_id"]}
     return gw.post("/v1/complete", headers=headers, data=head + data)
 
 
@@ -150,7 +150,7 @@ def test_deep_json_without_a_token_is_401_unparsed(served, caplog):
     caplog.set_level(logging.DEBUG)
     for bearer in ({}, auth("not-a-token")):
         res = gw.post("/v1/complete", data=head + b"png", headers={
-            **bearer, "Content-Type": RAW_TYPE, HEAD_HEADER: str(len(head))})
+            **bearer, "Content-Type": COMMIT_TYPE, COMMIT_LENGTH_HEADER: str(len(head))})
         assert res.status_code == 401 and res.json["kind"] == "token", res.data
         res = gw.post("/v1/register", data=head, headers={
             **bearer, "Content-Type": "application/json"})

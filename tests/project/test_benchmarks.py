@@ -224,8 +224,6 @@ def test_bullmq_figures_and_their_render(monkeypatch):
     """The throughput section's BullMQ figures from per-repeat points of known rates: medians
     per process count, nova ÷ BullMQ paired per repeat against BullMQ's better concurrency,
     best ÷ best, Redis CPU at each one's best; then the targets and the section's columns."""
-    import json
-
     monkeypatch.syspath_prepend(str(BENCH))
     throughput, report = _load("throughput"), _load("report")
     # (nova, RQ, BullMQ c=1, BullMQ c=100) rates of two repeats per process count
@@ -247,6 +245,14 @@ def test_bullmq_figures_and_their_render(monkeypatch):
                                                                   "concurrency": 100})
     assert t["nova_over_bullmq"] == pytest.approx(3500 / 6200)  # nova's best: 4 processes
     assert (t["nova_redis_cpu_us_per_task"], t["bullmq_redis_cpu_us_per_job"]) == (146.0, 41.0)
+    _check_bullmq_render(report, t, rows)
+
+
+def _check_bullmq_render(report, t: dict, rows: list[dict]) -> None:
+    """The BullMQ targets and the throughput section's columns, from a saved run with
+    these figures."""
+    import json
+
     saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
     res = json.loads(saved.read_text())
     res["throughput"].update(t, rows=rows, tasks={"nova": 10, "rq": 3, "bullmq": 10})

@@ -193,6 +193,41 @@ def test_a_slot_whose_lease_is_superseded_is_dropped_while_the_others_commit(slo
     assert nova.redis.scard(nova.keys.held(worker.worker_id)) == 0
 
 
+def test_a_batch_dropped_by_one_worker_is_that_workers_alone(slot_worker):
+    """Two workers in one program: a slot of "busy" still runs a dropped batch (its lease
+    was superseded, its app is held) when "idle" shuts down. "idle" has dropped nothing,
+    so it does not exit 75 for that slot (the dropped batches are each worker's
+    abandonment's, not the process's)."""
+    make, nova, store = slot_worker
+    busy, idle = make(2), make(2)
+    gates = {p: threading.Event() for p in ("hung", "b")}
+    app = Gates(busy.apps["synthetic"].runner, gates)
+    job = nova.enqueue("synthetic", [TaskSpec("hung", 30.0), TaskSpec("b", 1.0)],
+                       params=PARAMS)
+    hung_tid = f"{job}:0"
+    seen: dict[str, object] = {}
+
+    def steps():
+        try:
+            poll(lambda: len(app.started) == 2, "both tasks to run at once")
+            back_up(nova, store, hung_tid)
+            poll(lambda: hung_tid in busy.heartbeat.lost_ids(), "the lease to be lost")
+            gates["b"].set()
+            poll(lambda: not busy.heartbeat.held(), "busy to drop the superseded batch")
+            assert "hung" not in app.returned  # its slot still runs it
+            idle._shutdown()
+            seen["idle_exits"] = list(idle.exits)
+        finally:
+            gates["hung"].set()
+        poll(lambda: "hung" in app.returned, "the hung task to return")
+
+    drive(busy, steps)
+    assert seen["idle_exits"] == [] and busy.exits == []
+    st = nova.job(job)
+    assert (st.state, st.done) == ("done", 2)
+    assert st.tasks[0].worker_id == "backup00-0001" and st.tasks[1].worker_id == busy.worker_id
+
+
 def test_a_finished_slots_result_is_committed_while_another_slot_still_runs(slot_worker):
     """Two slots: "quick" returns, "slow" is held. The worker commits "quick" within the
     hold time of a run's results (MAX_HOLD_S), not when "slow" returns."""

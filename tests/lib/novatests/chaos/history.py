@@ -105,35 +105,13 @@ def replay(events: Iterable[tuple[str, dict[str, str]]], verdict: Verdict) -> di
         tid = f"{f['job']}:{f['task']}"
         t = tasks[tid]
         if etype in ("claimed", "backup_started"):
-            verdict.claims += 1
-            gen, who = int(f["lease_gen"]), (f["worker"], int(f["lease_gen"]))
-            backup = etype == "backup_started"
-            if backup:
-                t.backups += 1
-                verdict.backups += 1
-            if (backup and (len(t.live) != 1 or f["worker"] in {w for w, _ in t.live})) or (
-                    not backup and t.live):
-                verdict.overlap += 1
-                verdict.problems.append(f"{eid} {tid}: {etype} by {f['worker']} gen {gen} "
-                                        f"while {sorted(t.live)} live")
-            elif gen <= t.last_gen:
-                verdict.overlap += 1
-                verdict.problems.append(f"{eid} {tid}: lease_gen {gen} after {t.last_gen}")
-            t.live.add(who)
-            t.last_gen = max(gen, t.last_gen)
+            _claimed(eid, tid, etype, f, t, verdict)
         elif etype in ("backup_won", "backup_lost"):
             t.live.discard((f["loser"], int(f["loser_gen"])))
         elif etype == "attempt_ended":
             t.live.discard((f["worker"], int(f["lease_gen"])))
         elif etype == "completed":
-            verdict.commits += 1
-            holder = (f["worker"], int(f["lease_gen"]))
-            if holder not in t.live or len(t.live) != 1:
-                verdict.stale_accepted += 1
-                verdict.problems.append(f"{eid} {tid}: commit by {holder} accepted, live "
-                                        f"{sorted(t.live)}")
-            t.commits.append((f["worker"], int(f["lease_gen"]), f.get("result", "")))
-            t.live = set()
+            _completed(eid, tid, f, t, verdict)
         elif etype in RELEASES and "lease_gen" in f:
             if etype == "requeued":
                 verdict.requeued += 1
@@ -142,6 +120,40 @@ def replay(events: Iterable[tuple[str, dict[str, str]]], verdict: Verdict) -> di
         elif etype == "stale_rejected":
             verdict.rejected += 1
     return tasks
+
+
+def _claimed(eid: str, tid: str, etype: str, f: dict[str, str], t: _Task,
+             verdict: Verdict) -> None:
+    """A claim (or a backup attempt): no other live attempt (a backup: exactly one, of
+    another worker), and a lease_gen above every earlier one."""
+    verdict.claims += 1
+    gen, who = int(f["lease_gen"]), (f["worker"], int(f["lease_gen"]))
+    backup = etype == "backup_started"
+    if backup:
+        t.backups += 1
+        verdict.backups += 1
+    if (backup and (len(t.live) != 1 or f["worker"] in {w for w, _ in t.live})) or (
+            not backup and t.live):
+        verdict.overlap += 1
+        verdict.problems.append(f"{eid} {tid}: {etype} by {f['worker']} gen {gen} "
+                                f"while {sorted(t.live)} live")
+    elif gen <= t.last_gen:
+        verdict.overlap += 1
+        verdict.problems.append(f"{eid} {tid}: lease_gen {gen} after {t.last_gen}")
+    t.live.add(who)
+    t.last_gen = max(gen, t.last_gen)
+
+
+def _completed(eid: str, tid: str, f: dict[str, str], t: _Task, verdict: Verdict) -> None:
+    """A commit: accepted only from the one live attempt."""
+    verdict.commits += 1
+    holder = (f["worker"], int(f["lease_gen"]))
+    if holder not in t.live or len(t.live) != 1:
+        verdict.stale_accepted += 1
+        verdict.problems.append(f"{eid} {tid}: commit by {holder} accepted, live "
+                                f"{sorted(t.live)}")
+    t.commits.append((f["worker"], int(f["lease_gen"]), f.get("result", "")))
+    t.live = set()
 
 
 def check(nova, jobs: Sequence[str], *, store: Any = None, accepted: Iterable[Accepted] = (),

@@ -49,27 +49,7 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
             client.register_worker(wid, {"name": wid}, ["synthetic"])
             continue
         claims += len(res.leases)
-        batch: list | None = [] if rng.random() < 0.35 else None
-        for lease in res.leases:
-            roll = rng.random()
-            if roll < 0.75 and batch is not None:
-                batch.append(lease)
-            elif roll < 0.75:
-                then_claim = lease is res.leases[-1] and rng.random() < 0.5
-                carried = commit(client, wid, lease, out,
-                                 rng.randint(1, 3) if then_claim else None)
-            elif roll < 0.85:
-                kind = "error" if roll < 0.80 else "infra"
-                try:
-                    client.fail(wid, lease, kind, "storm failure")
-                except StaleResultError:
-                    pass
-            elif roll < 0.95:  # commit only after the lease expired (never renewed)
-                zombies.append((time.monotonic() + LEASE_TTL_S + rng.uniform(0.2, 1.0), lease))
-            # else: abandoned; the lease expires and is reaped
-        if batch:
-            carried = commit_batch(client, wid, batch, out,
-                                   rng.randint(1, 3) if rng.random() < 0.5 else None)
+        carried = dispose(client, wid, res.leases, rng, out, zombies)
         now = time.monotonic()
         for due, lease in [z for z in zombies if z[0] <= now]:
             zombies.remove((due, lease))
@@ -78,6 +58,35 @@ def work(client: NovaClient, job: str, wid: str, rng: random.Random, out: list,
             if client.job(job, with_tasks=False).finished:
                 return
             time.sleep(min(max(res.retry_after_s, 0.02), 0.2))
+
+
+def dispose(client: NovaClient, wid: str, leases: list, rng: random.Random, out: list,
+            zombies: list[tuple[float, object]]):
+    """Each lease of a claim, at random: committed (alone, or with others in one batch),
+    failed, kept for a late commit (``zombies``) or abandoned. Returns the next claim a
+    commit made, if any."""
+    carried = None
+    batch: list | None = [] if rng.random() < 0.35 else None
+    for lease in leases:
+        roll = rng.random()
+        if roll < 0.75 and batch is not None:
+            batch.append(lease)
+        elif roll < 0.75:
+            then_claim = lease is leases[-1] and rng.random() < 0.5
+            carried = commit(client, wid, lease, out, rng.randint(1, 3) if then_claim else None)
+        elif roll < 0.85:
+            kind = "error" if roll < 0.80 else "infra"
+            try:
+                client.fail(wid, lease, kind, "storm failure")
+            except StaleResultError:
+                pass
+        elif roll < 0.95:  # commit only after the lease expired (never renewed)
+            zombies.append((time.monotonic() + LEASE_TTL_S + rng.uniform(0.2, 1.0), lease))
+        # else: abandoned; the lease expires and is reaped
+    if batch:
+        carried = commit_batch(client, wid, batch, out,
+                               rng.randint(1, 3) if rng.random() < 0.5 else None)
+    return carried
 
 
 def commit(client: NovaClient, wid: str, lease, out: list, then_claim: int | None = None):
