@@ -8,7 +8,6 @@
 --- @include "decode_list"
 --- @include "fastest_others"
 --- @include "finish_time_grant"
---- @include "wait_hint"
 local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now, me)
   local costs = s.costs
   if not t_w then
@@ -28,17 +27,23 @@ local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now, me)
   if N == 0 or N * t_w * C / (t_min * c) < R - kk + 1 then
     return kk -- fast path
   end
-  local head = s.tasks[1]
-  local skip = (head[2] or head[8]) and ((head[2] or '') .. ',' .. (head[8] or ''))
-  local j = s.jobs[s.job]
-  local requires = decode_list(j[6], nil)
-  local model = j[10] and j[10] ~= '' and j[10] or nil -- a worker without it loads first
-  local others = fastest_others(fleet_key, prefix, wid, c, now, now - me.window_ms, skip,
-    requires and #requires > 0 and requires or nil, model, me.app, measured and t_w or nil)
-  local grant = finish_time_grant(others, t_w, costs, R,
+  local head, j = s.tasks[1], s.jobs[s.job]
+  local oom, failed_on = head[CLAIM_TASK.oom], head[CLAIM_TASK.failed_on]
+  local skip = (oom or failed_on) and ((oom or '') .. ',' .. (failed_on or ''))
+  local requires = decode_list(j[CLAIM_JOB.requires], nil)
+  local model = j[CLAIM_JOB.model] ~= '' and j[CLAIM_JOB.model] or nil -- loaded first elsewhere
+  local task_ms, free_ms = fastest_others(fleet_key, prefix, wid, c, now, now - me.window_ms,
+    skip, requires and #requires > 0 and requires or nil, model, me.app, measured and t_w or nil)
+  local grant = finish_time_grant(task_ms, free_ms, t_w, costs, R,
     model and me.warm ~= model and me.load_s * 1000 or 0)
-  if grant == 0 then
-    return 0, wait_hint(others)
+  if grant > 0 then
+    return grant
   end
-  return grant
+  -- when to ask again: when the answer can change, i.e. when another worker frees up (a
+  -- busy one at its predicted free time, an idle one after the task it is about to take)
+  local hint = WAIT_MS.MAX
+  for k = 1, #task_ms do
+    hint = math.min(hint, free_ms[k] > 0 and free_ms[k] or task_ms[k])
+  end
+  return 0, int(math.max(hint, WAIT_MS.MIN))
 end
