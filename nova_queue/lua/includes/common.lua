@@ -77,6 +77,10 @@ local COMMIT_JOB = { JOB_COUNTS, 'app', 'leased', 'owner' }
 -- job:<job>, as the candidate scan weighs it (consider_job, cached in s.jobs for the claim)
 local CLAIM_JOB = { 'state', 'params', 'pending', 'leased', 'timeout_s', 'requires', 'priority',
   'seq0', 'total', 'model', 'owner' }
+-- job:<job>, its task counts by state (the order of the doctor's counts: recount_job), and
+-- with what says whether it finishes (RECOUNT_JOB)
+local STATE_COUNTS = { 'pending', 'leased', 'done', 'failed', 'cancelled' }
+local RECOUNT_JOB = { STATE_COUNTS, 'state', 'total', 'finished_ms' }
 -- job:<job> of a running task a backup may take (find_backup, for write_backup)
 local BACKUP_JOB = { 'app', 'state', 'params', 'timeout_s', 'model' }
 -- task:<job>:<index>, the attempts a report is fenced by (fence: the first fields of every

@@ -11,8 +11,8 @@
 --- @include "live_marks"
 --- @include "text_prefix"
 local function mark_cannot_run(worker_key, job_key, app, message, now, ttl_ms)
-  local w = redis.call('HMGET', worker_key, 'id', 'cannot_run')
-  if not w[1] then
+  local id, cannot_run = unpack(redis.call('HMGET', worker_key, 'id', 'cannot_run'))
+  if not id then
     return true
   end
   local model = redis.call('HGET', job_key, 'model') or ''
@@ -20,7 +20,7 @@ local function mark_cannot_run(worker_key, job_key, app, message, now, ttl_ms)
   local mark = { app = app, model = model, reason = reason,
     since_ms = now, until_ms = now + ttl_ms }
   local kept = {}
-  for _, m in ipairs((live_marks(w[2], now, app))) do
+  for _, m in ipairs((live_marks(cannot_run, now, app))) do
     if m.app == app and m.model == model then
       mark.since_ms = m.since_ms
     else
