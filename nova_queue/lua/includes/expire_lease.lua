@@ -14,8 +14,9 @@ local function expire_lease(ctx, tid, now)
     return
   end
   -- its attempts: the primary, and the backup when it has one
-  local workers, deadlines = { worker, b_worker }, { deadline_ms, b_deadline_ms }
-  local run_deadlines, claimed = { run_deadline_ms, b_run_deadline_ms }, { claimed_ms, b_claimed_ms }
+  local workers, claimed = { worker, b_worker }, { claimed_ms, b_claimed_ms }
+  local deadlines = { deadline_ms, b_deadline_ms }
+  local run_deadlines = { run_deadline_ms, b_run_deadline_ms }
   local attempts, next_deadline = b_worker and 2 or 1, math.huge
   for i = 1, attempts do
     local deadline = tonumber(deadlines[i]) or 0

@@ -1,7 +1,8 @@
 --[[ grant_count: how many of the candidates (the scan s: their costs, in queue order) the
-  claiming worker gets under claim-12's policy, with R tasks pending; or 0 and a wait_hint
-  (ms). No estimate at all: one (explore). Fast path, O(log n): while R is large the
-  others cannot finish the queue first, and all are granted without visiting a worker;
+  claiming worker gets under claim-12's policy, with R tasks pending; or 0 and when to ask
+  again (ms: when another worker frees up, WAIT_MS.MIN .. WAIT_MS.MAX). No estimate at
+  all: one (explore). Fast path, O(log n): while R is large the others cannot finish the
+  queue first, and all are granted without visiting a worker;
   else finish_time_grant weighs the fastest_others that may take the head candidate (not
   those it failed or ran out of memory on, nor those that stopped claiming: me.window_ms).
 ]]
@@ -22,8 +23,8 @@ local function grant_count(fleet_key, prefix, wid, t_w, measured, s, R, now, me)
     C = C + costs[i]
   end
   local N = redis.call('ZCARD', fleet_key)
-  local best = redis.call('ZRANGE', fleet_key, '0', '0', 'WITHSCORES')
-  local t_min = math.max(tonumber(best[2] or t_w) or t_w, 1e-9)
+  local _, fastest = unpack(redis.call('ZRANGE', fleet_key, '0', '0', 'WITHSCORES'))
+  local t_min = math.max(tonumber(fastest or t_w) or t_w, 1e-9)
   if N == 0 or N * t_w * C / (t_min * c) < R - kk + 1 then
     return kk -- fast path
   end

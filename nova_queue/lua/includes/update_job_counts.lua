@@ -1,7 +1,8 @@
 --[[ update_job_counts: the counts of the jobs a claim leased from, one write per job:
   granted[job] tasks move from pending to leased, and a queued job starts running. jobs:
-  the counts the candidate scan read (CLAIM_JOB) (a job being leased from is not cancelled, so nothing
-  since changed them); order: the jobs in the order they were first leased from.
+  the candidate scan's CLAIM_JOB reads (a job being leased from is not cancelled, so
+  nothing since changed its counts); order: the jobs in the order they were first leased
+  from.
 ]]
 --- @include "common"
 local function update_job_counts(prefix, jobs, granted, order, now)

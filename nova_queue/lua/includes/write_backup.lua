@@ -30,7 +30,8 @@ local function write_backup(ctx, K, a, me, b, t_w, now)
   return {
     tid = tid, job = job_id, index = tonumber(index), input = t[BACKUP_TASK.input],
     cost = b.cost, params = b.j[BACKUP_JOB.params] or '{}', lease_gen = gen,
-    attempt_id = attempt_id, attempt = tonumber(t[BACKUP_TASK.attempt_count]) or 1, deadline_ms = int(deadline), predicted_s = predicted,
-    run_deadline_ms = int(run_deadline), backup = true,
+    attempt_id = attempt_id, attempt = tonumber(t[BACKUP_TASK.attempt_count]) or 1,
+    deadline_ms = int(deadline), predicted_s = predicted, run_deadline_ms = int(run_deadline),
+    backup = true,
   }
 end
