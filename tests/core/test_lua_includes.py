@@ -297,3 +297,16 @@ def test_an_include_runs_alone(r):
     source = include_source("worker_apps")
     assert "local function worker_apps" in source and "local function int_in" in source
     assert r.eval(source + "\nreturn worker_apps(ARGV[1])", 0, "a,b,,c") == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("name", COMMANDS + [f"includes/{n}" for n in INCLUDE_FILES])
+def test_the_finished_states_have_one_definition(name):
+    """A job's finished states are is_finished's (common.lua), not spelled out again: no
+    condition compares a state with both 'done' and 'failed'."""
+    text = (FOLDER / name).read_text()
+    code = re.sub(r"--\[\[.*?\]\]|--[^\n]*", "", text, flags=re.DOTALL).replace("\n", " ")
+    spelled = re.findall(r"[=~]= '(?:done|failed)'.{0,60}?[=~]= '(?:done|failed)'", code)
+    if name == "includes/common.lua":
+        assert len(spelled) == 1 and "local function is_finished(state)" in text
+    else:
+        assert not spelled, f"{name}: {spelled}; use is_finished(state)"

@@ -5,6 +5,7 @@
   out of memory goes next to a worker with more device memory than the largest it failed
   on, or one that takes a smaller batch than it failed in, while such a worker is live
   (oom_fits); else, as a task that failed here, to another live worker (left_to_others).
+  The task is read as CLAIM_TASK (s.tasks keeps the record), its job as the scan read it.
 ]]
 --- @include "drop_task"
 --- @include "left_to_others"
