@@ -28,8 +28,8 @@ from nova_queue.scripts import script_sources
 
 def without_protocol(src: str) -> str:
     """tick without its protocol check (the field read and the call)."""
-    out = src.replace("  check_protocol(ctx.meta, m[3])\n", "").replace(
-        "'grace_until_ms', 'protocol')", "'grace_until_ms')")
+    out = src.replace("  check_protocol(ctx.meta, protocol)\n", "").replace(
+        "'grace_until_ms', 'protocol'))", "'grace_until_ms'))")
     assert out != src
     return out
 
@@ -91,7 +91,7 @@ def main() -> None:
         renew = ([k.worker("w"), k.leases(), k.alive(), k.inflight(), k.failed(),
                   k.finished(), k.meta(), k.events()], [c.prefix, "w", 10_000, 5_000, 1000, 100])
         claim = (c._worker_keys("w", "synthetic"),
-                 [c.prefix, "w", "synthetic", 1, 10_000, 5_000, 1000, 100, "a1"])
+                 [c.prefix, "w", 1000, *c._claim_args("synthetic", 1, ["a1"]).argv()])
 
         def calls(keys_args: tuple[list[str], list[Any]]) -> Callable[[Any, Any], None]:
             return lambda s, _: [s(keys=keys_args[0], args=keys_args[1]) for _ in range(2000)]
