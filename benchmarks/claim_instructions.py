@@ -7,10 +7,10 @@ callgrind: a deterministic figure beside the benchmark's noisy microseconds
 Three claims, each set up as the placement benchmark does, with 100 registered workers:
 ``fair`` (50 jobs of 10 owners with some usage each: the fair-share path), ``plain`` (one
 owner's deep queue: the fast path) and ``scan`` (a slow worker facing a short queue: the
-policy weighs every worker, each of them claiming, and answers WAIT). Then two commits, of leases the 100 workers
-hold on one deep job (none finishes it): ``complete`` (one result per call, complete-11)
-and ``batch`` (``complete_batch`` of 64 results, no claim; its figure is per call of 64,
-N / 10 calls). The server runs under
+policy weighs every worker, each of them claiming, and answers WAIT). Then two commits of
+leases on one deep job (none finishes it): ``complete`` (one result per call, complete-11;
+the 100 workers' leases) and ``batch`` (``complete_batch`` of 64 results, no claim, by 4
+workers; its figure is per call of 64, N / 10 calls). The server runs under
 ``valgrind --tool=callgrind --instr-atstart=no``; instrumentation is switched on
 (``callgrind_control -i on``) only around the N measured claims, so setup, the Python
 client and redis-server's start do not count. The binary needs symbols for callgrind's

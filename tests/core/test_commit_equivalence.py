@@ -121,7 +121,8 @@ def state(client: NovaClient) -> dict:
         name, kind = key[len(client.prefix):], r.type(key)
         if kind == "hash":
             value = timeless(r.hgetall(key))
-            out[name] = {k: v for k, v in value.items() if name != "usage" or not k.startswith("f:")}
+            out[name] = {k: v for k, v in value.items()
+                         if name != "usage" or not k.startswith("f:")}  # decayed by time
         elif kind == "zset":
             members = r.zrange(key, 0, -1, withscores=True)
             out[name] = sorted(m for m, _ in members) if name in TIMED else members
