@@ -29,7 +29,9 @@ class ClaimArgs:
     def for_every_id(self) -> ClaimArgs:
         """This claim for as many tasks as it has attempt ids (what a commit's next claim asks
         for: a retry's ids decide, not ``k``)."""
-        return dataclasses.replace(self, k=len(self.attempt_ids))
+        return ClaimArgs(self.app, len(self.attempt_ids), self.ttl_ms, self.gap_ms,
+                         self.reap_limit, self.timeout_floor_ms, self.timeout_factor,
+                         self.attempt_ids)
 
     def argv(self) -> list[str | int]:
         """The arguments in claim_argv.lua's order: the fields, then the attempt ids."""
