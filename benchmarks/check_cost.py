@@ -28,8 +28,8 @@ from nova_queue.scripts import script_sources
 
 def without_protocol(src: str) -> str:
     """tick without its protocol check (the field read and the call)."""
-    out = src.replace("  check_protocol(ctx.meta, m[3])\n", "").replace(
-        "'grace_until_ms', 'protocol')", "'grace_until_ms')")
+    out = src.replace("  check_protocol(ctx.meta, protocol)\n", "").replace(
+        "'grace_until_ms', 'protocol'))", "'grace_until_ms'))")
     assert out != src
     return out
 
@@ -85,13 +85,16 @@ def main() -> None:
     """Print the three comparisons as JSON."""
     server = RedisServer().start()
     try:
-        c = NovaClient.from_url(server.url, namespace="cost")
+        # a long TTL: the worker stays registered through every batch (claims reap the lost)
+        c = NovaClient.from_url(server.url, namespace="cost", lease_ttl_s=3600.0,
+                                heartbeat_interval_s=60)
         c.register_worker("w", {"name": "w"}, ["synthetic"])
         k, src = c.keys, script_sources()
         renew = ([k.worker("w"), k.leases(), k.alive(), k.inflight(), k.failed(),
-                  k.finished(), k.meta(), k.events()], [c.prefix, "w", 10_000, 5_000, 1000, 100])
+                  k.finished(), k.meta(), k.events()],
+                 [c.prefix, "w", c.settings.lease_ttl_ms, 5_000, 1000, 100])
         claim = (c._worker_keys("w", "synthetic"),
-                 [c.prefix, "w", "synthetic", 1, 10_000, 5_000, 1000, 100, "a1"])
+                 [c.prefix, "w", 1000, *c._claim_args("synthetic", 1, ["a1"]).argv()])
 
         def calls(keys_args: tuple[list[str], list[Any]]) -> Callable[[Any, Any], None]:
             return lambda s, _: [s(keys=keys_args[0], args=keys_args[1]) for _ in range(2000)]

@@ -1,12 +1,16 @@
-"""Instructions redis-server executes per claim, counted by valgrind's callgrind: a
-deterministic figure beside the benchmark's noisy microseconds (benchmarks/placement.py).
+"""Instructions redis-server executes per claim and per commit, counted by valgrind's
+callgrind: a deterministic figure beside the benchmark's noisy microseconds
+(benchmarks/placement.py, benchmarks/throughput.py).
 
     python benchmarks/claim_instructions.py [--calls N] [--binary PATH] [--json]
 
 Three claims, each set up as the placement benchmark does, with 100 registered workers:
 ``fair`` (50 jobs of 10 owners with some usage each: the fair-share path), ``plain`` (one
 owner's deep queue: the fast path) and ``scan`` (a slow worker facing a short queue: the
-policy weighs every worker and answers WAIT). The server runs under
+policy weighs every worker, each of them claiming, and answers WAIT). Then two commits of
+leases on one deep job (none finishes it): ``complete`` (one result per call, complete-11;
+the 100 workers' leases) and ``batch`` (``complete_batch`` of 64 results, no claim, by 4
+workers; its figure is per call of 64, N / 10 calls). The server runs under
 ``valgrind --tool=callgrind --instr-atstart=no``; instrumentation is switched on
 (``callgrind_control -i on``) only around the N measured claims, so setup, the Python
 client and redis-server's start do not count. The binary needs symbols for callgrind's
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.keys import result_key
 from nova_queue.local import RedisServer, find_redis_server
 
 APP = "synthetic"
@@ -63,9 +68,9 @@ class CallgrindRedis(RedisServer):
         return int(m.group(1))
 
 
-def _workers(client: NovaClient, bench_s: float = 0.001) -> None:
+def _workers(client: NovaClient, bench_s: float = 0.001, n: int = WORKERS) -> None:
     r = client.redis
-    for i in range(WORKERS):
+    for i in range(n):
         client.register_worker(f"w{i}", {"name": f"w{i}"}, [APP], {APP: {"bench_s": bench_s}})
         r.hset(client.keys.worker(f"w{i}"), mapping={f"ema:{APP}": 0.1, f"n:{APP}": 5})
         r.zadd(client.keys.app_fleet(APP), {f"w{i}": 0.1})
@@ -97,6 +102,10 @@ def plain(client: NovaClient, calls: int) -> Any:
 def scan(client: NovaClient, calls: int) -> Any:
     """A slow worker (1 s per unit, measured) facing 2 tasks: it weighs all and waits."""
     _workers(client)
+    # the others claim too (else fastest_others does not count on them: still_claiming)
+    until_ms = client.server_time_ms() + 3_600_000
+    for i in range(WORKERS):
+        client.redis.hset(client.keys.worker(f"w{i}"), "claim_ms", until_ms)
     client.register_worker("slow", {"name": "slow"}, [APP], {APP: {"bench_s": 1.0}})
     client.redis.hset(client.keys.worker("slow"), mapping={f"ema:{APP}": "1", f"n:{APP}": "1"})
     client.enqueue(APP, [TaskSpec("a", 1.0), TaskSpec("b", 1.0)], owner="one")
@@ -106,6 +115,38 @@ def scan(client: NovaClient, calls: int) -> Any:
         if statuses != {"wait"}:
             raise RuntimeError(f"policy-scan claims answered {statuses}, expected wait")
     return run, lambda: client.claim("slow", APP)
+
+
+def _key(lease: Any) -> str:
+    return result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
+
+
+def complete(client: NovaClient, calls: int) -> Any:
+    """One commit per call (complete-11) of a lease each worker holds, on one deep job."""
+    _workers(client)
+    client.enqueue(APP, [TaskSpec(f"t{i}", 1.0) for i in range(4 * calls + 4)], owner="one")
+    leases = [(f"w{i % WORKERS}", client.claim(f"w{i % WORKERS}", APP).leases[0])
+              for i in range(calls + 1)]
+
+    def commit(wid: str, lease: Any) -> None:
+        client.complete(wid, lease, _key(lease), run_s=0.01, warm=True)
+    return (lambda: [commit(*wl) for wl in leases[1:]], lambda: commit(*leases[0]))
+
+
+def batch(client: NovaClient, calls: int) -> Any:
+    """``complete_batch`` of 64 leases per call (no claim), as a worker of small tasks,
+    of 4 workers (a fleet of 100 would not lease 64 at a time from this queue)."""
+    from nova_queue.batch_calls import BatchCommit
+
+    _workers(client, n=4)  # a fleet of 4: each claim of 64 takes the fast path
+    client.enqueue(APP, [TaskSpec(f"t{i}", 1.0) for i in range(64 * (calls + 8))], owner="one")
+    batches = [(f"w{i % 4}", [BatchCommit(lease, _key(lease), 0.01, True)
+                              for lease in client.claim(f"w{i % 4}", APP, 64).leases])
+               for i in range(calls + 1)]
+    if any(len(b) != 64 for _, b in batches):
+        raise RuntimeError("a claim of 64 leased fewer")
+    return (lambda: [client.complete_batch(w, b) for w, b in batches[1:]],
+            lambda: client.complete_batch(*batches[0]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,21 +168,23 @@ def main(argv: list[str] | None = None) -> int:
         server = CallgrindRedis(binary, Path(tmp) / "callgrind.out")
         server.start(timeout_s=120)
         try:
-            for kind in (fair, plain, scan):
+            for kind, calls in ((fair, args.calls), (plain, args.calls), (scan, args.calls),
+                                (complete, args.calls), (batch, max(args.calls // 10, 2))):
                 client = NovaClient.from_url(server.url, namespace=f"ci-{uuid.uuid4().hex[:6]}",
                                              lease_ttl_s=600.0, heartbeat_interval_s=60)
-                run, warm = kind(client, args.calls)
-                out["per_claim"][kind.__name__] = server.count(run, warm) // args.calls
+                run, warm = kind(client, calls)
+                out["per_claim"][kind.__name__] = server.count(run, warm) // calls
                 client.close()
         finally:
             server.close()
-    pc = out["per_claim"]
+    pc = out["per_claim"]  # per call: a claim, a commit, a batch of 64 commits
     out["fair_over_plain"] = pc["fair"] / pc["plain"]
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         for kind, n in pc.items():
-            print(f"{kind:6s} {n / 1000:8.0f}k instructions per claim")
+            what = {"complete": "commit", "batch": "batch of 64"}.get(kind, "claim")
+            print(f"{kind:8s} {n / 1000:8.0f}k instructions per {what}")
         print(f"fair / plain {out['fair_over_plain']:.2f}")
     return 0
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nova_queue import errors
 from nova_queue.limits import MAX_CLAIM_K, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, Lease
-from nova_queue.worker_calls import REAP_LIMIT, WorkerCalls
+from nova_queue.worker_calls import WorkerCalls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,12 +72,8 @@ class BatchCalls(WorkerCalls):
         if app is None:
             keys += self._next_claim_keys(commits[0].lease.app)  # not read without a claim
         else:
-            if not 1 <= k <= MAX_CLAIM_K:
-                raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
-            ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
             keys += self._next_claim_keys(app)
-            args += [app, len(ids), st.lease_ttl_ms, self._gap_ms, REAP_LIMIT,
-                     *self._timeout_args, *ids]
+            args += self._claim_args(app, k, attempt_ids).for_every_id().argv()
         res = self._call("complete_batch", keys, args)
         results = [_answer(int(code), bool(int(fin)), c.lease.task_id)
                    for code, fin, c in zip(res[0], res[1], commits, strict=True)]

@@ -103,9 +103,11 @@ Fields and members:
   scored by heartbeat expiry (ms), swept to find lost workers.
 - ``worker:<wid>``: ``id name host host_id node_id pid backend device memory_total
   memory_free apps`` (comma list) ``capability`` (JSON) ``gflops joined_ms last_seen_ms
-  state`` (idle | busy | lost | stopped) ``busy_until_ms tasks_done failures oom claims``
+  state`` (idle | busy | lost | stopped) ``left_ms`` (when it left or was lost)
+  ``busy_until_ms tasks_done failures oom claims``
   ``claim_ms`` (its last claim, WAIT answers included: others' claims count on a worker only
-  while it claims, or runs what it claimed)
+  while it claims, or runs what it claimed) ``last_claim`` (the first attempt id of the last
+  claim that leased it tasks: a retried claim sends it again and gets those leases back)
   and per app ``bench:<app>`` (startup benchmark, s per cost unit) ``ema:<app>`` (moving
   average of warm runs, s per cost unit) ``n:<app>`` (warm samples) ``cold:<app>``
   (first-run compile/warm-up s) ``load:<app>`` (load s) ``done:<app>`` ``warm:<app>`` (the

@@ -14,6 +14,7 @@ import redis
 
 from nova_queue import errors
 from nova_queue.cannot_run import Runners, split_runners
+from nova_queue.claim_args import ClaimArgs
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
 from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_COOLDOWN_S, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
@@ -44,11 +45,16 @@ class WorkerCalls:
 
         def server_time_ms(self) -> int: ...
 
-    @property
-    def _timeout_args(self) -> list[Any]:
-        """claim's run-time limit arguments: the floor (ms) and the factor of predictions."""
+    def _claim_args(self, app: str, k: int, attempt_ids: Sequence[str] | None) -> ClaimArgs:
+        """A claim's arguments (every claiming script's one layout): ``k`` tasks of ``app``
+        under fresh attempt ids unless ``attempt_ids`` (a retry's) are given."""
+        if not 1 <= k <= MAX_CLAIM_K:
+            raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
         st = self.settings
-        return [int(st.task_timeout_floor_s * 1000), repr(float(st.task_timeout_factor))]
+        ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
+        return ClaimArgs(app, k, st.lease_ttl_ms, self._gap_ms, REAP_LIMIT,
+                         int(st.task_timeout_floor_s * 1000), repr(float(st.task_timeout_factor)),
+                         ids)
 
     @property
     def _gap_ms(self) -> int:
@@ -126,13 +132,9 @@ class WorkerCalls:
     def claim(self, worker_id: str, app: str, k: int = 1,
               attempt_ids: Sequence[str] | None = None) -> ClaimResult:
         """Lease up to ``k`` tasks of ``app`` (1..64), or learn when to ask again."""
-        if not 1 <= k <= MAX_CLAIM_K:
-            raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
-        ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
-        res = self._call(
-            "claim", self._worker_keys(worker_id, app),
-            [self.prefix, worker_id, app, k, self.settings.lease_ttl_ms, self._gap_ms,
-             self._maxlen, REAP_LIMIT, *self._timeout_args, *ids])
+        args = self._claim_args(app, k, attempt_ids)
+        res = self._call("claim", self._worker_keys(worker_id, app),
+                         [self.prefix, worker_id, self._maxlen, *args.argv()])
         return self._claim_result(app, int(res[0]), int(res[1]), res[2], *res[3:4])
 
     @staticmethod
@@ -211,18 +213,15 @@ class WorkerCalls:
         the commit held, and the next ``claim`` raises WorkerLostError. Retrying after a
         lost reply with the same ``attempt_ids`` returns the same leases (and ALREADY).
         """
-        if not 1 <= k <= MAX_CLAIM_K:
-            raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
         app = app or lease.app
-        ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
+        claim = self._claim_args(app, k, attempt_ids).for_every_id()
         keys = self.keys
         res = self._call(
             "complete_claim",
             [keys.task(lease.task_id), keys.job(lease.job_id),
              *self._commit_keys(worker_id, lease.app), *self._next_claim_keys(app)],
             [*self._commit_args(worker_id, lease, result_key, run_s, warm, meta),
-             app, len(ids), self.settings.lease_ttl_ms, self._gap_ms, REAP_LIMIT,
-             *self._timeout_args, *ids])
+             *claim.argv()])
         code = int(res[0])
         errors.raise_for_code(code, task_id=lease.task_id)
         done = CompleteResult(job_finished=bool(int(res[1])), replayed=code == errors.ALREADY)

@@ -38,27 +38,28 @@ if not is_job_id(job_id) or not cursor or not count or not int_in(ARGV[5], 1, MA
     .. 'or KEYS that do not match')
 end
 check_protocol(KEYS[5])
-local j = redis.call('HMGET', job_key, 'state', 'total', 'app', 'priority', 'seq0')
-if not j[1] then
+local state, total, app, priority, seq0 = unpack(redis.call('HMGET', job_key, 'state', 'total',
+  'app', 'priority', 'seq0'))
+if not state then
   return { CODE.UNKNOWN_JOB, -1 }
 end
-if pending_key ~= prefix .. 'pending:' .. (j[3] or '') then
+if pending_key ~= prefix .. 'pending:' .. (app or '') then
   return bad_input("KEYS[2] is not the pending set of the job's app")
 end
-if j[1] == 'done' or j[1] == 'failed' or j[1] == 'staging' or j[1] == 'expired' then
-  return { CODE.BAD_STATE, 'job is ' .. j[1] }
+if (is_finished(state) and state ~= 'cancelled') or state == 'staging' or state == 'expired' then
+  return { CODE.BAD_STATE, 'job is ' .. state }
 end
 local now = now_ms()
-if j[1] ~= 'cancelled' then
+if state ~= 'cancelled' then
   redis.call('HSET', job_key, 'state', 'cancelled', 'cancelled_ms', int(now))
   emit(ctx, 'job_cancelled', 'job', job_id)
 end
 
 -- the job's score range in the pending set (the fields only aim the range; the members
 -- found are checked one by one)
-local priority, seq0 = int_in(j[4], -1000, 1000) or 0, int_in(j[5], 0, 2 ^ 42) or 0
-local first = tonumber(pending_score(priority, seq0 + 1))
-local last = first + (int_in(j[2], 1, MAX_JOB_TASKS) or MAX_JOB_TASKS) - 1
+local first = tonumber(pending_score(int_in(priority, -1000, 1000) or 0,
+  (int_in(seq0, 0, 2 ^ 42) or 0) + 1))
+local last = first + (int_in(total, 1, MAX_JOB_TASKS) or MAX_JOB_TASKS) - 1
 local from = cursor > 0 and ('(' .. int(cursor)) or int(first)
 local found = redis.call('ZRANGEBYSCORE', pending_key, from, int(last), 'WITHSCORES',
   'LIMIT', 0, count)

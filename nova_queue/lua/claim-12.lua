@@ -44,11 +44,12 @@
 
   ARGV[1]  key prefix ("nova:{ns}:")
   ARGV[2]  worker id
-  ARGV[3]  app
-  ARGV[4]  k: most tasks to lease (1..64)
-  ARGV[5]  lease TTL (ms, 1..86400000)
-  ARGV[6]  gap (ms, 0..86400000) after which a silent Redis opens a grace window
-  ARGV[7]  events MAXLEN (approximate, 1..10^9)
+  ARGV[3]  events MAXLEN (approximate, 1..10^9)
+  ARGV[4..] the claim's arguments (claim_argv; Python: nova_queue/claim_args.py, ClaimArgs):
+  ARGV[4]  app
+  ARGV[5]  k: most tasks to lease (1..64)
+  ARGV[6]  lease TTL (ms, 1..86400000)
+  ARGV[7]  gap (ms, 0..86400000) after which a silent Redis opens a grace window
   ARGV[8]  reap limit per call (0..256; at most 256 leases released and workers removed
            per call in all)
   ARGV[9]  run-time limit floor (ms, 1..604800000) of a task whose job sets none
@@ -76,7 +77,8 @@
 --- @include "check_claim_argv"
 --- @include "claim_tasks"
 
-local argv = claim_argv(ARGV)
+local argv = claim_argv(ARGV, 4, ARGV[1], ARGV[2],
+  int_in(ARGV[3], 1, MAX_EVENTS_MAXLEN) and ARGV[3])
 local bad = check_claim_argv(argv)
 if bad then
   return bad_input(bad)

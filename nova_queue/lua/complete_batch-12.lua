@@ -32,11 +32,12 @@
   ARGV[7]  n: commits in this call (1..64)
   ARGV[8..7+7n]  per commit: task id, lease_gen, attempt id, result key, run time (s), warm
            ("1"/"0"), provenance: as complete-11's ARGV[3..8] and ARGV[11]
-  then, optional (from c = 8+7n): ARGV[c] app to claim for ("" or absent: no claim),
-  ARGV[c+1] k (1..64), ARGV[c+2] lease TTL (ms), ARGV[c+3] gap (ms), ARGV[c+4] reap limit,
-  ARGV[c+5] run-time limit floor (ms), ARGV[c+6] its factor, ARGV[c+7..] k to 64 attempt
-  ids: as complete_claim-15's ARGV[14..] (a retry whose reply was lost sends the same ids
-  and gets the same commit answers and the same leases back)
+  then, optional (from c = 8+7n): the claim's arguments, as claim-12's ARGV[4..]
+  (claim_argv): ARGV[c] app to claim for ("" or absent: no claim), ARGV[c+1] k (1..64),
+  ARGV[c+2] lease TTL (ms), ARGV[c+3] gap (ms), ARGV[c+4] reap limit, ARGV[c+5] run-time
+  limit floor (ms), ARGV[c+6] its factor, ARGV[c+7..] k to 64 attempt ids (a retry whose
+  reply was lost sends the same ids and gets the same commit answers and the same leases
+  back)
 
   Checks: every commit's identity and report (check_commit_ids, check_commit_report: the
   result key names its lease, numbers in range) and the claim's arguments, before anything
@@ -73,5 +74,4 @@ local codes, finished = commit_batch(K, commits)
 if not claim then
   return { codes, finished }
 end
-local claimed = claim_tasks(K, claim)
-return { codes, finished, claimed[1], claimed[2], claimed[3], claimed[4] }
+return { codes, finished, unpack(claim_tasks(K, claim)) }

@@ -24,14 +24,12 @@
   ARGV[3..13]  as complete-11's ARGV[3..13]: task id, lease_gen, attempt_id, result key,
            run time (s), warm ("1"/"0"), moving-average weight, events MAXLEN, provenance,
            quarantine after, quarantine cool-down (ms)
-  ARGV[14] app to claim for
-  ARGV[15] k: most tasks to lease (1..64)
-  ARGV[16] lease TTL (ms, 1..86400000)
-  ARGV[17] gap (ms, 0..86400000) after which a silent Redis opens a grace window
-  ARGV[18] reap limit per call (0..256)
-  ARGV[19] run-time limit floor (ms), ARGV[20] its factor: as claim-12's ARGV[9..10]
-  ARGV[21..] k to 64 fresh random attempt ids, one per task (a retry whose reply was lost
-           sends the same ids and gets the same commit answer and the same leases back)
+  ARGV[14..] the claim's arguments, as claim-12's ARGV[4..] (claim_argv): ARGV[14] app to
+           claim for, ARGV[15] k (1..64), ARGV[16] lease TTL (ms), ARGV[17] gap (ms),
+           ARGV[18] reap limit (0..256), ARGV[19] run-time limit floor (ms), ARGV[20] its
+           factor, ARGV[21..] k to 64 fresh random attempt ids, one per task (a retry whose
+           reply was lost sends the same ids and gets the same commit answer and the same
+           leases back)
 
   Returns {commit_code, job_finished, claim_code, now_ms, payload[, reason]}
     commit_code, job_finished: as complete-11 (0 OK, 1 ALREADY)
@@ -42,12 +40,14 @@
   (the claim's arguments and keys are checked before the commit).
 ]]
 --- @include "common"
---- @include "complete_claim_argv"
+--- @include "commit_argv"
+--- @include "claim_argv"
 --- @include "check_claim_argv"
 --- @include "complete_task"
 --- @include "claim_tasks"
 
-local commit, claim = complete_claim_argv(ARGV)
+local commit = commit_argv(ARGV)
+local claim = claim_argv(ARGV, 14, commit.prefix, commit.wid, commit.maxlen)
 if #claim.attempt_ids > MAX_CLAIM_K then
   return bad_input('at most ' .. MAX_CLAIM_K .. ' attempt ids')
 end
@@ -61,7 +61,8 @@ local done = complete_task({
   leases = KEYS[6], alive = KEYS[7], inflight = KEYS[8], failed = KEYS[9], finished = KEYS[10],
   events = KEYS[11],
 }, commit)
-if done[1] < CODE.OK then
+local code, finished = unpack(done)
+if code < CODE.OK then
   return done
 end
 local claimed = claim_tasks({
@@ -69,4 +70,4 @@ local claimed = claim_tasks({
   leases = KEYS[6], alive = KEYS[7], inflight = KEYS[8], failed = KEYS[9], finished = KEYS[10],
   meta = KEYS[15], events = KEYS[11],
 }, claim)
-return { done[1], done[2], claimed[1], claimed[2], claimed[3], claimed[4] }
+return { code, finished, unpack(claimed) }

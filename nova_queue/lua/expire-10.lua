@@ -59,7 +59,7 @@ for _, job_id in ipairs(due) do
     break
   end
   local state = is_job_id(job_id) and redis.call('HGET', prefix .. 'job:' .. job_id, 'state')
-  if state == 'done' or state == 'failed' or state == 'cancelled' or state == 'expired' then
+  if is_finished(state) or state == 'expired' then
     local n, done = purge_job(ctx, job_id, now, math.max(left - 8, 1), 'retention')
     tasks, left = tasks + n, left - n - 8
     jobs = jobs + (done and 1 or 0)

@@ -95,16 +95,14 @@ if app and KEYS[5] ~= prefix .. 'pending:' .. app then
 end
 local now = now_ms()
 
-local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id', 'b_worker',
-  'b_lease_gen', 'b_attempt_id', 'oom', 'failed_on', 'claimed_ms', 'b_claimed_ms', 'oom_memory',
-  'oom_batch')
-if not t[1] then
+local t = redis.call('HMGET', task_key, unpack(FAIL_TASK))
+if not t[FAIL_TASK.state] then
   return { CODE.UNKNOWN_TASK, '' }
 end
-local code, which = fence(t, wid, gen, attempt_id)
+local code, which = fence(task_key, t, wid, gen, attempt_id)
 if code ~= CODE.OK then
   reject_stale(ctx, tid, wid, 'fail', gen, t, code)
-  return { code, t[1] }
+  return { code, t[FAIL_TASK.state] }
 end
 
 if kind == 'prepare' and app
@@ -119,7 +117,8 @@ record_failure(task_key, worker_key, t, wid, kind, batch)
 local quarantined = redis.call('HGET', worker_key, 'quarantined') == '1'
 local state = release_attempt(ctx, tid, wid, now, kind, message, burn and not quarantined)
 if kind == 'error' then
-  note_failure(ctx, wid, tid, app, now, which == 'backup' and t[11] or t[10], message, q)
+  note_failure(ctx, wid, tid, app, now, which == 'backup' and t[FAIL_TASK.b_claimed_ms]
+    or t[FAIL_TASK.claimed_ms], message, q)
 end
 if redis.call('SCARD', KEYS[4]) == 0 and redis.call('EXISTS', worker_key) == 1 then
   redis.call('HSET', worker_key, 'state', 'idle', 'busy_until_ms', int(now))

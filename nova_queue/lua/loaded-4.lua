@@ -42,13 +42,14 @@ check_protocol(KEYS[4])
 if not redis.call('ZSCORE', KEYS[2], wid) then
   return { CODE.WORKER_LOST, 0 }
 end
-local w = redis.call('HMGET', worker_key, 'warm:' .. app, 'load:' .. app, 'name', 'model_loads')
-set_warm(prefix, app, worker_key, w[1], model)
-local before = num_in(w[2], 0, MAX_RUN_S)
-local loads = (tonumber(w[4]) or 0) + 1
+local warm, last_load, name, model_loads = unpack(redis.call('HMGET', worker_key,
+  'warm:' .. app, 'load:' .. app, 'name', 'model_loads'))
+set_warm(prefix, app, worker_key, warm, model)
+local before = num_in(last_load, 0, MAX_RUN_S)
+local loads = (tonumber(model_loads) or 0) + 1
 redis.call('HSET', worker_key, 'load:' .. app, num(before and alpha * load_s + (1 - alpha) * before
   or load_s), 'model_loads', loads)
 redis.call('HDEL', worker_key, 'loading:' .. app) -- loading-4's mark: the load is done
 emit({ prefix = prefix, events = KEYS[3], maxlen = ARGV[7] }, 'model_loaded', 'worker', wid,
-  'name', string.sub(w[3] or '', 1, 200), 'app', app, 'model', model, 'load_s', num(load_s))
+  'name', string.sub(name or '', 1, 200), 'app', app, 'model', model, 'load_s', num(load_s))
 return { CODE.OK, loads }

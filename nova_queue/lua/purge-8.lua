@@ -43,8 +43,7 @@ local state = redis.call('HGET', KEYS[1], 'state')
 if not state and redis.call('EXISTS', prefix .. 'task:' .. job_id .. ':0') == 0 then
   return { CODE.UNKNOWN_JOB, 0, 0 }
 end
-if state and state ~= 'done' and state ~= 'failed' and state ~= 'cancelled'
-    and state ~= 'expired' then
+if state and not is_finished(state) and state ~= 'expired' then
   return { CODE.BAD_STATE, state }
 end
 local ctx = {

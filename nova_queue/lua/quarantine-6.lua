@@ -42,16 +42,16 @@ end
 local ctx = { prefix = prefix, alive = KEYS[2], failed = KEYS[3], finished = KEYS[4],
   events = KEYS[5], maxlen = ARGV[6] }
 check_protocol(KEYS[6])
-local quarantined = redis.call('HMGET', worker_key, 'id', 'quarantined')
-if not quarantined[1] then
+local id, quarantined = unpack(redis.call('HMGET', worker_key, 'id', 'quarantined'))
+if not id then
   return { CODE.WORKER_LOST, 'no worker ' .. wid }
 end
 local now = now_ms()
-if action == 'release' and quarantined[2] == '1' then
+if action == 'release' and quarantined == '1' then
   lift_quarantine(ctx, wid, now, 'admin')
   return { CODE.OK, 'released' }
 end
-if action == 'quarantine' and quarantined[2] ~= '1' then
+if action == 'quarantine' and quarantined ~= '1' then
   quarantine_worker(ctx, wid, now, 'by an admin: ' .. string.sub(ARGV[4] or '', 1, 500), cooldown)
   return { CODE.OK, 'quarantined' }
 end

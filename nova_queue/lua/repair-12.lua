@@ -45,7 +45,8 @@
 --- @include "recount_inflight"
 
 local prefix, mode, op = ARGV[1], ARGV[3], ARGV[4]
-local A = { ARGV[5], ARGV[6], ARGV[7] }
+local id = ARGV[5] -- the op's task, job, app or worker (member: KIND, then NAME and M)
+local kind, name, member, from = ARGV[5], ARGV[6], ARGV[7], ARGV[6]
 if not int_in(ARGV[2], 1, MAX_EVENTS_MAXLEN) or (mode ~= 'check' and mode ~= 'fix')
     or not keys_are(prefix, KEYS, { 'leases', 'inflight', 'failed', 'finished', 'jobs',
       'staging', 'expiring', 'departed', 'alive', 'workers', 'meta', 'events' }) then
@@ -56,12 +57,12 @@ for i = 1, 5 do
   counts[i] = int_in(ARGV[6 + i], 0, MAX_JOB_TASKS)
   counted = counted and counts[i] ~= nil
 end
-local ok = (op == 'task' and is_task_id(A[1])) or ((op == 'job' or op == 'recount')
-  and is_job_id(A[1])) or (op == 'inflight' and is_name(A[1], 64))
-  or (op == 'worker' and is_name(A[1], 128)) or (op == 'member' and type(A[3]) == 'string'
-    and #A[3] <= 200 and ((A[1] == 'pending' and is_name(A[2], 64)) or (A[1] == 'held'
-      and is_name(A[2], 128)) or A[1] == 'leases' or A[1] == 'failed'))
-if not ok or (op == 'recount' and not (int_in(A[2], 0, MAX_JOB_TASKS) and counted)) then
+local ok = (op == 'task' and is_task_id(id)) or ((op == 'job' or op == 'recount')
+  and is_job_id(id)) or (op == 'inflight' and is_name(id, 64))
+  or (op == 'worker' and is_name(id, 128)) or (op == 'member' and type(member) == 'string'
+    and #member <= 200 and ((kind == 'pending' and is_name(name, 64)) or (kind == 'held'
+      and is_name(name, 128)) or kind == 'leases' or kind == 'failed'))
+if not ok or (op == 'recount' and not (int_in(from, 0, MAX_JOB_TASKS) and counted)) then
   return bad_input('unknown op, or arguments that do not fit it')
 end
 check_protocol(KEYS[11])
@@ -72,22 +73,22 @@ local ctx = {
 }
 local now, fix, what, nxt, skipped = now_ms(), mode == 'fix', '', 0, false
 if op == 'task' then
-  what = place_task(ctx, A[1], now, fix)
+  what = place_task(ctx, id, now, fix)
 elseif op == 'member' then
-  what = drop_member(ctx, A[1], A[2], A[3], fix)
+  what = drop_member(ctx, kind, name, member, fix)
 elseif op == 'recount' then
-  nxt, counts, what = recount_job(ctx, A[1], tonumber(A[2]), counts, now, fix)
+  nxt, counts, what = recount_job(ctx, id, tonumber(from), counts, now, fix)
   nxt = nxt or -1
 elseif op == 'job' then
-  what = index_job(ctx, A[1], now, fix)
+  what = index_job(ctx, id, now, fix)
 elseif op == 'inflight' then
-  what = recount_inflight(ctx, A[1], fix)
+  what = recount_inflight(ctx, id, fix)
   skipped = what == nil
   what = what or ('not counted: more than ' .. MAX_VISIT .. ' leases')
 else
-  what = index_worker(ctx, A[1], now, fix)
+  what = index_worker(ctx, id, now, fix)
 end
 if fix and what ~= '' and not skipped then
-  emit(ctx, 'repaired', 'op', op, 'target', A[op == 'member' and 3 or 1], 'what', what)
+  emit(ctx, 'repaired', 'op', op, 'target', op == 'member' and member or id, 'what', what)
 end
 return { CODE.OK, what, nxt, unpack(op == 'recount' and counts or {}) }

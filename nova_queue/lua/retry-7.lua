@@ -35,25 +35,26 @@ if not is_task_id(tid) or not int_in(ARGV[3], 1, MAX_EVENTS_MAXLEN)
   return bad_input('invalid task id or events MAXLEN, or KEYS that do not match')
 end
 check_protocol(KEYS[7])
-local t = redis.call('HMGET', task_key, 'state')
-if not t[1] then
+local state = redis.call('HGET', task_key, 'state')
+if not state then
   return { CODE.UNKNOWN_TASK }
 end
-local j = redis.call('HMGET', job_key, 'state', 'priority', 'seq0', 'app', 'owner')
-if pending_key ~= prefix .. 'pending:' .. (j[4] or '') then
+local job_state, priority, seq0, app, owner = unpack(redis.call('HMGET', job_key, 'state',
+  'priority', 'seq0', 'app', 'owner'))
+if pending_key ~= prefix .. 'pending:' .. (app or '') then
   return bad_input("KEYS[3] is not the pending set of the job's app")
 end
-if t[1] ~= 'failed' or j[1] == 'cancelled' or j[1] == 'expired' then
-  return { CODE.BAD_STATE, 'task is ' .. t[1] .. ', job is ' .. (j[1] or '?') }
+if state ~= 'failed' or job_state == 'cancelled' or job_state == 'expired' then
+  return { CODE.BAD_STATE, 'task is ' .. state .. ', job is ' .. (job_state or '?') }
 end
 redis.call('HSET', task_key, 'state', 'pending', 'attempt_count', 0)
 redis.call('HDEL', task_key, 'oom')
-redis.call('ZADD', pending_key, task_score(j[2], j[3], tid), tid)
-queue_job(prefix, job_of(tid), j[4], j[5], j[2], j[3])
+redis.call('ZADD', pending_key, task_score(priority, seq0, tid), tid)
+queue_job(prefix, job_of(tid), app, owner, priority, seq0)
 redis.call('ZREM', KEYS[4], tid)
 redis.call('HINCRBY', job_key, 'failed', -1)
 redis.call('HINCRBY', job_key, 'pending', 1)
-if j[1] == 'done' or j[1] == 'failed' then
+if is_finished(job_state) then -- done or failed: it runs again
   redis.call('HSET', job_key, 'state', 'running')
   redis.call('HDEL', job_key, 'finished_ms')
   redis.call('ZREM', KEYS[5], job_of(tid))

@@ -10,7 +10,14 @@ from importlib import resources
 import pytest
 
 from nova_queue import errors, protocol
-from nova_queue.scripts import IncludeError, expand_includes, fold_constants, script_sources
+from nova_queue.scripts import (
+    IncludeError,
+    expand_includes,
+    fold_constants,
+    include_source,
+    layouts,
+    script_sources,
+)
 
 FOLDER = resources.files("nova_queue.lua")
 INCLUDES = FOLDER / "includes"
@@ -209,3 +216,97 @@ def test_header_codes_are_the_codes_of_errors_py(name):
     assert listed, f"{name}: the header lists no status code"
     for value, code in listed:
         assert errors.CODES.get(code) == int(value), f"{name}: {value} {code}"
+
+
+# -- hash layouts: folded at load, like the constants ----------------------------------------
+
+def test_a_layout_folds_into_its_field_list_and_indices(r):
+    """unpack(NAME) becomes the fields, NAME.field the field's index, a layout named first in
+    another its head; run by Redis itself, on a hash written here."""
+    source = fold_constants(
+        "local LEASE = { 'state', 'worker' } -- the fence's\n"
+        "local COMMIT = { LEASE,\n  'cost' }\n"
+        "local t = redis.call('HMGET', KEYS[1], unpack(COMMIT))\n"
+        "return { t[COMMIT.cost], t[LEASE.worker], COMMIT.state, 'COMMIT.cost',\n"
+        "  #{ unpack(LEASE) } }",
+        "x-1.lua")
+    assert "'state', 'worker', 'cost'" in source and "local LEASE" not in lua_code(source)
+    r.hset("layout-test", mapping={"state": "leased", "worker": "w1", "cost": "2"})
+    try:
+        assert r.eval(source, 1, "layout-test") == ["2", "w1", 1, "COMMIT.cost", 2]
+    finally:
+        r.delete("layout-test")
+
+
+@pytest.mark.parametrize("source, message", [
+    ("local A = { 'x' }\nreturn A.y", "x-0.lua: A.y: layout A has no field 'y'"),
+    ("local A = { 'x' }\nlocal A = { 'y' }", "x-0.lua: layout A declared twice"),
+    ("local A = { B, 'x' }", "x-0.lua: layout A names no layout B"),
+    ("local A = { B }\nlocal B = { A }", "x-0.lua: layout cycle"),
+    ("local A = { 'x', 'x' }", "x-0.lua: layout A names a field twice"),
+    ("local A = { 'x' }\nreturn A", "x-0.lua: layout A is folded at load"),
+])
+def test_bad_layouts_are_refused(source, message):
+    with pytest.raises(IncludeError, match=re.escape(message)):
+        fold_constants(source, "x-0.lua")
+
+
+def test_every_layout_use_is_folded():
+    """No script is left with a layout's name (a use the loader did not fold would read a
+    global that does not exist)."""
+    names = set(layouts((INCLUDES / "common.lua").read_text(), "common.lua"))
+    for name, (_, source) in script_sources().items():
+        left = {w for w in re.findall(r"(?<![\w.])([A-Z][A-Z0-9_]{2,})\b", lua_code(source))
+                if w in names}
+        assert not left, f"{name}: not folded: {left}"
+
+
+# -- a script's size in locals, and one include run alone ------------------------------------
+
+#: Top-level locals of a script as Redis runs it (its functions and values, includes
+#: expanded): each function is a closure Redis makes on every call, and Lua allows 200.
+MAX_SCRIPT_LOCALS = 110
+#: Top-level locals of a command's own body: its named keys, arguments and results; more
+#: is a table of named fields (K, a) or a step of its own.
+MAX_BODY_LOCALS = 24
+
+
+def top_level_locals(text: str) -> list[str]:
+    names = []
+    for m in re.finditer(r"^local (?:function )?([\w, ]+?)\s*(?:=|\(|$)", lua_code(text),
+                         re.MULTILINE):
+        names += [n.strip() for n in m.group(1).split(",")]
+    return names
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_scripts_keep_few_top_level_locals(name):
+    command = name.rsplit("-", 1)[0]
+    assert len(top_level_locals(script_sources()[command][1])) <= MAX_SCRIPT_LOCALS, name
+    text = (FOLDER / name).read_text()
+    assert len(top_level_locals(text[text.index("]]\n") + 3:])) <= MAX_BODY_LOCALS, name
+
+
+def test_the_locals_count_sees_functions_values_and_lists():
+    assert top_level_locals("local a, b = 1, 2\nlocal function f(x)\n  local y = x\nend\n"
+                            "local c\n-- local d = 4\n") == ["a", "b", "f", "c"]
+
+
+def test_an_include_runs_alone(r):
+    """include_source: an include with its own includes, folded, as EVAL runs it."""
+    source = include_source("worker_apps")
+    assert "local function worker_apps" in source and "local function int_in" in source
+    assert r.eval(source + "\nreturn worker_apps(ARGV[1])", 0, "a,b,,c") == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("name", COMMANDS + [f"includes/{n}" for n in INCLUDE_FILES])
+def test_the_finished_states_have_one_definition(name):
+    """A job's finished states are is_finished's (common.lua), not spelled out again: no
+    condition compares a state with both 'done' and 'failed'."""
+    text = (FOLDER / name).read_text()
+    code = re.sub(r"--\[\[.*?\]\]|--[^\n]*", "", text, flags=re.DOTALL).replace("\n", " ")
+    spelled = re.findall(r"[=~]= '(?:done|failed)'.{0,60}?[=~]= '(?:done|failed)'", code)
+    if name == "includes/common.lua":
+        assert len(spelled) == 1 and "local function is_finished(state)" in text
+    else:
+        assert not spelled, f"{name}: {spelled}; use is_finished(state)"

@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from nova_queue import NovaClient, TaskSpec, limits
+from nova_queue.claim_args import ClaimArgs
 from nova_queue.errors import BAD_INPUT
 from nova_queue.local import RedisServer
 from nova_queue.scripts import script_sources
@@ -137,7 +138,8 @@ def claim_keys(nova, wid, app="synthetic"):
 
 def claim_args(nova, wid, k=1, app="synthetic", ids=None):
     ids = ids if ids is not None else [f"a{i}" for i in range(k)]
-    return [nova.prefix, wid, app, k, 10_000, 5_000, 1000, 100, 120_000, 10, *ids]
+    claim = ClaimArgs(app, k, 10_000, 5_000, 100, 120_000, "10", ids)
+    return [nova.prefix, wid, 1000, *claim.argv()]
 
 
 # -- the limits are one definition ---------------------------------------------------------

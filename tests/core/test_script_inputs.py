@@ -16,6 +16,7 @@ import pytest
 from novatests.leases import rkey
 
 from nova_queue import TaskSpec
+from nova_queue.claim_args import ClaimArgs
 from nova_queue.errors import BAD_INPUT, WRONG_WORKER, InputError
 from nova_queue.stores import result_key as store_result_key
 
@@ -124,9 +125,10 @@ def test_complete_checks_every_number_before_writing(nova, field, value):
 def claim_raw(nova, **overrides):
     args = {"k": 1, "ttl": 10_000, "gap": 5000, "maxlen": 1000, "limit": 100, "ids": ["a1"]}
     args.update(overrides)
+    claim = ClaimArgs("synthetic", args["k"], args["ttl"], args["gap"], args["limit"], 120_000,
+                      "10", args["ids"])
     return nova.scripts.call("claim", nova._worker_keys("w", "synthetic"),
-                             [nova.prefix, "w", "synthetic", args["k"], args["ttl"], args["gap"],
-                              args["maxlen"], args["limit"], *args["ids"]])
+                             [nova.prefix, "w", args["maxlen"], *claim.argv()])
 
 
 @pytest.mark.parametrize("override", [

@@ -16,13 +16,14 @@ local function blame_others(ctx, tid, failed_on, wid, now, c)
     end
     local u = id ~= ident and (redis.call('HGET', ctx.prefix .. 'idents', id) or id)
     local key = u and is_name(u, 128) and (ctx.prefix .. 'worker:' .. u)
-    local w = key and redis.call('HMGET', key, 'streak_tids', 'blamed', 'quarantined', 'last_error')
-    if w and w[3] ~= '1' and in_list(w[1], tid) then
-      local blamed = (tonumber(w[2]) or 0) + 1
+    local streak_tids, blamed, quarantined_now, last_error = unpack(key and redis.call('HMGET',
+      key, 'streak_tids', 'blamed', 'quarantined', 'last_error') or {})
+    if key and quarantined_now ~= '1' and in_list(streak_tids, tid) then
+      blamed = (tonumber(blamed) or 0) + 1
       redis.call('HSET', key, 'blamed', blamed)
       if blamed >= c.quarantine_after then
         quarantine_worker(ctx, u, now, blamed .. ' failed tasks succeeded on other workers; last: '
-          .. (w[4] or ''), c.cooldown_ms)
+          .. (last_error or ''), c.cooldown_ms)
         quarantined = true
       end
     end

@@ -1,6 +1,5 @@
---[[ check_claim_argv: what is wrong with a claim's named arguments (claim_argv,
-  complete_claim_argv), or nil. Reads and writes nothing (complete_claim-15 calls it
-  before its commit).
+--[[ check_claim_argv: what is wrong with a claim's named arguments (claim_argv), or nil.
+  Reads and writes nothing (complete_claim-15 calls it before its commit).
 ]]
 --- @include "common"
 local function check_claim_argv(a)

@@ -29,16 +29,17 @@ local function claim_tasks(K, a)
     return { CODE.WORKER_LOST, int(now), 'worker ' .. a.wid .. ' is not registered' }
   end
   -- everything this script reads of the worker, in one call
-  local w = redis.call('HMGET', K.worker, 'last_claim', 'ema:' .. a.app, 'n:' .. a.app,
-    'bench:' .. a.app, 'name', 'backend', 'host', 'claims', 'quarantined', 'labels',
-    'memory_total', 'warm:' .. a.app, 'load:' .. a.app, 'cannot_run')
-  if w[1] == a.attempt_ids[1] then
+  local last_claim, ema, n, bench, name, backend, host, claims, quarantined, labels,
+    memory_total, warm, load_s, cannot_run = unpack(redis.call('HMGET', K.worker, 'last_claim',
+    'ema:' .. a.app, 'n:' .. a.app, 'bench:' .. a.app, 'name', 'backend', 'host', 'claims',
+    'quarantined', 'labels', 'memory_total', 'warm:' .. a.app, 'load:' .. a.app, 'cannot_run'))
+  if last_claim == a.attempt_ids[1] then
     local again = claim_again(a.prefix, K.held, a.attempt_ids)
     if again then
       return { CODE.OK, int(now), again }
     end
   end
-  local probing = w[9] == '1'
+  local probing = quarantined == '1'
   if probing then
     local refused = quarantine_gate(ctx, K, a, now)
     if refused then
@@ -46,12 +47,12 @@ local function claim_tasks(K, a)
     end
     a.k = 1 -- a probe: one task
   end
-  local me = { ema = w[2], n = w[3], bench = w[4], name = w[5] or '', backend = w[6] or '',
-    host = w[7] or '', claims = w[8], labels_raw = w[10], memory = w[11], warm = w[12],
-    load_s = num_in(w[13], 0, MAX_RUN_S) or 0, app = a.app,
+  local me = { ema = ema, n = n, bench = bench, name = name or '', backend = backend or '',
+    host = host or '', claims = claims, labels_raw = labels, memory = memory_total, warm = warm,
+    load_s = num_in(load_s, 0, MAX_RUN_S) or 0, app = a.app,
     window_ms = math.max(a.ttl_ms, MIN_CLAIMING_MS), -- others count on recent claimers only
-
-    marks = w[14] and cannot_run_here(K.worker, w[14], a.app, now) } -- models it cannot run
+    -- the models it could not prepare: {model -> reason}, or nil
+    marks = cannot_run and cannot_run_here(K.worker, cannot_run, a.app, now) }
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
     return claim_idle(ctx, K, a, me, probing, now)

@@ -1,7 +1,8 @@
 --[[ common: limits, input checks, time, number formatting, events, job completion.
   Included by every script (through other includes too; the loader adds it once). CODE.<NAME>
-  and WAIT_MS.<NAME> (nova_queue/errors.py) and the constants below are folded into their
-  uses when nova_queue/scripts.py loads a script: they cost nothing per call.
+  and WAIT_MS.<NAME> (nova_queue/errors.py), the constants below and the hash layouts
+  (JOB_COUNTS here; each reader declares its own) are folded into their uses when
+  nova_queue/scripts.py loads a script: they cost nothing per call.
   ctx fields used here: prefix, events, maxlen, finished.
 ]]
 local SCORE_PRIORITY_STEP = 4398046511104 -- 2^42: seq space per priority level
@@ -61,6 +62,54 @@ local MAX_HALF_LIFE_S = 31536000   -- fair share's usage half-life (365 days)
 local LN2 = 0.69314718055994531    -- log2(x) = math.log(x) / LN2 (Lua 5.1 has no log2)
 local LOG2_MAX_USAGE = 49.828921423310435 -- log2(1e15): an owner's usage <= 1e15 s
 
+-- Hash layouts: what a reader reads of a hash (one HMGET, fields in this order) and hands on
+-- as a record: `redis.call('HMGET', key, unpack(NAME))`, its fields read as t[NAME.field].
+-- The loader writes the fields and the indices in (nova_queue/scripts.py: nothing per call,
+-- and a field a layout lacks does not load). A layout named first in another is that one's
+-- head: a record of the longer one is also one of the shorter. A read that stays in one
+-- function names its fields as locals instead: local a, b = unpack(redis.call('HMGET', ...)).
+-- Only what a path weighs: a field the hash lacks costs Redis a walk over all of it.
+--
+-- job:<job>, as finish_job_with weighs it (finish_job_if_done reads it)
+local JOB_COUNTS = { 'state', 'total', 'done', 'failed', 'cancelled', 'finished_ms' }
+-- job:<job>, as a commit weighs it (complete_task; commit_batch, once per batch)
+local COMMIT_JOB = { JOB_COUNTS, 'app', 'leased', 'owner' }
+-- job:<job>, as the candidate scan weighs it (consider_job, cached in s.jobs for the claim)
+local CLAIM_JOB = { 'state', 'params', 'pending', 'leased', 'timeout_s', 'requires', 'priority',
+  'seq0', 'total', 'model', 'owner' }
+-- job:<job>, its task counts by state (the order of the doctor's counts: recount_job), and
+-- with what says whether it finishes (RECOUNT_JOB)
+local STATE_COUNTS = { 'pending', 'leased', 'done', 'failed', 'cancelled' }
+local RECOUNT_JOB = { STATE_COUNTS, 'state', 'total', 'finished_ms' }
+-- job:<job> of a running task a backup may take (find_backup, for write_backup)
+local BACKUP_JOB = { 'app', 'state', 'params', 'timeout_s', 'model' }
+-- task:<job>:<index>, the attempts a report is fenced by (fence: the first fields of every
+-- read of a task a report is checked against); the backup's lease_gen and attempt id are
+-- read by the fence itself, only when the backup's worker reports
+local LEASE = { 'state', 'worker', 'lease_gen', 'attempt_id', 'b_worker' }
+-- task:<job>:<index>, as a commit weighs it (fence_commit)
+local COMMIT_TASK = { LEASE, 'cost', 'failed_on', 'charged' }
+-- task:<job>:<index>, as a renew weighs it (renew_lease)
+local RENEW_TASK = { LEASE, 'run_deadline_ms', 'b_run_deadline_ms', 'claimed_ms', 'b_claimed_ms',
+  'deadline_ms', 'b_deadline_ms', 'last_worker', 'error_kind' }
+-- task:<job>:<index>, as a failure report weighs it (fail-10, record_failure)
+local FAIL_TASK = { LEASE, 'oom', 'failed_on', 'claimed_ms', 'b_claimed_ms', 'oom_memory',
+  'oom_batch' }
+-- task:<job>:<index>, as the candidate scan weighs a pending one (consider_pending, kept in
+-- s.tasks for grant_count, oom_fits and write_leases)
+local CLAIM_TASK = { 'cost', 'oom', 'input', 'lease_gen', 'attempt_count', 'state', 'gen_top',
+  'failed_on', 'oom_memory', 'oom_batch' }
+-- task:<job>:<index>, a running one a backup may take (find_backup, for write_backup)
+local BACKUP_TASK = { 'state', 'worker', 'claimed_ms', 'predicted_s', 'cost', 'backups', 'oom',
+  'failed_on', 'lease_gen', 'attempt_count', 'input', 'gen_top', 'deadline_ms' }
+-- task:<job>:<index>, one attempt's fields (drop_attempt: the primary's; BACKUP_ATTEMPT, the
+-- backup's: the same names prefixed b_, in the same order, so a record of either is read
+-- with ATTEMPT's indices)
+local ATTEMPT = { 'worker', 'worker_name', 'backend', 'host', 'lease_gen', 'attempt_id',
+  'claimed_ms', 'deadline_ms', 'run_deadline_ms', 'predicted_s' }
+local BACKUP_ATTEMPT = { 'b_worker', 'b_worker_name', 'b_backend', 'b_host', 'b_lease_gen',
+  'b_attempt_id', 'b_claimed_ms', 'b_deadline_ms', 'b_run_deadline_ms', 'b_predicted_s' }
+
 -- A finite number in [lo, hi], else nil.
 local function num_in(x, lo, hi)
   local n = tonumber(x)
@@ -101,8 +150,8 @@ end
 
 -- Redis TIME in milliseconds: the one clock every worker agrees on.
 local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local seconds, micros = unpack(redis.call('TIME'))
+  return tonumber(seconds) * 1000 + math.floor(tonumber(micros) / 1000)
 end
 
 -- Integers as exact decimal strings (Lua's tostring keeps only 14 digits). An integral
@@ -164,8 +213,14 @@ local function ident_of(wid)
   return string.match(wid, '^(.+)%.[^.]+$') or wid
 end
 
+-- A job's state once every task of it ended: it runs no more (a retry of a done or failed
+-- job's failed task starts it again; a cancelled one stays cancelled).
+local function is_finished(state)
+  return state == 'done' or state == 'failed' or state == 'cancelled'
+end
+
 -- Marks the job finished once every task is terminal; returns 1 if this call finished it.
--- c = the job's current {total, done, failed, cancelled, state, finished_ms}. Its state
+-- j = the job's current JOB_COUNTS (or a layout that begins with them). Its state
 -- then: 'cancelled' stays; else 'failed' when not one task is done (every task failed),
 -- else 'done' (its failed count says how many did not). A done or failed job enters the
 -- post-processing outbox (`finished`: a failed job's manifest lists each task's error and
@@ -173,27 +228,28 @@ end
 -- expires (its retention_s after now): the sweep (expire-10) deletes it then. That key is
 -- built from the prefix, not passed in KEYS, so that the claim path's KEYS stay as they
 -- are; it shares the namespace's hash tag.
-local function finish_job_with(ctx, job_key, job_id, now, c)
-  local total, done = tonumber(c[1]) or 0, tonumber(c[2]) or 0
-  local terminal = done + (tonumber(c[3]) or 0) + (tonumber(c[4]) or 0)
-  if total == 0 or terminal < total or c[6] then
+local function finish_job_with(ctx, job_key, job_id, now, j)
+  local done, failed, cancelled = j[JOB_COUNTS.done], j[JOB_COUNTS.failed], j[JOB_COUNTS.cancelled]
+  local total, done_n = tonumber(j[JOB_COUNTS.total]) or 0, tonumber(done) or 0
+  local terminal = done_n + (tonumber(failed) or 0) + (tonumber(cancelled) or 0)
+  if total == 0 or terminal < total or j[JOB_COUNTS.finished_ms] then
     return 0
   end
-  local state = c[5]
+  local state = j[JOB_COUNTS.state]
   if state ~= 'cancelled' then
-    state = done > 0 and 'done' or 'failed'
+    state = done_n > 0 and 'done' or 'failed'
     redis.call('ZADD', ctx.finished, now, job_id)
   end
   redis.call('HSET', job_key, 'state', state, 'finished_ms', int(now))
   local retention_s = int_in(redis.call('HGET', job_key, 'retention_s'), 0, MAX_RETENTION_S)
     or DEFAULT_RETENTION_S
   redis.call('ZADD', ctx.prefix .. 'expiring', int(now + 1000 * retention_s), job_id)
-  emit(ctx, 'job_finished', 'job', job_id, 'state', state, 'done', c[2] or '0',
-    'failed', c[3] or '0', 'cancelled', c[4] or '0')
+  emit(ctx, 'job_finished', 'job', job_id, 'state', state, 'done', done or '0',
+    'failed', failed or '0', 'cancelled', cancelled or '0')
   return 1
 end
 
 local function finish_job_if_done(ctx, job_key, job_id, now)
   return finish_job_with(ctx, job_key, job_id, now,
-    redis.call('HMGET', job_key, 'total', 'done', 'failed', 'cancelled', 'state', 'finished_ms'))
+    redis.call('HMGET', job_key, unpack(JOB_COUNTS)))
 end

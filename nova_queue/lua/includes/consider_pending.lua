@@ -5,6 +5,7 @@
   out of memory goes next to a worker with more device memory than the largest it failed
   on, or one that takes a smaller batch than it failed in, while such a worker is live
   (oom_fits); else, as a task that failed here, to another live worker (left_to_others).
+  The task is read as CLAIM_TASK (s.tasks keeps the record), its job as the scan read it.
 ]]
 --- @include "drop_task"
 --- @include "left_to_others"
@@ -12,30 +13,30 @@
 local function consider_pending(ctx, K, a, s, tid, now)
   local task_key = ctx.prefix .. 'task:' .. tid
   local job_id = #tid <= 80 and job_of(tid) -- nil: not a task id
-  local t = job_id and redis.call('HMGET', task_key, 'cost', 'oom', 'input', 'lease_gen',
-    'attempt_count', 'state', 'gen_top', 'failed_on', 'oom_memory', 'oom_batch')
-  if not t or t[6] ~= 'pending' then
+  local t = job_id and redis.call('HMGET', task_key, unpack(CLAIM_TASK))
+  if not t or t[CLAIM_TASK.state] ~= 'pending' then
     redis.call('ZREM', K.pending, tid)
     s.removed = s.removed + 1
     return
   end
   local j = s.jobs[job_id]
-  if j[1] == 'cancelled' or #(t[3] or '') > MAX_INPUT_BYTES then
+  if j[CLAIM_JOB.state] == 'cancelled' or #(t[CLAIM_TASK.input] or '') > MAX_INPUT_BYTES then
     drop_task(ctx, K.pending, now, tid, task_key, job_id, j)
     s.removed = s.removed + 1
     return
   end
   local fits = nil -- oom_fits: true, false (wait for a larger worker), nil (no rule)
-  if t[9] then
+  if t[CLAIM_TASK.oom_memory] then
     fits = oom_fits(ctx.prefix, s, K.app_workers, a, t, now)
   end
   if fits == false then
     return -- a worker with more memory (or smaller batches) is live: it goes there
   end
-  if not fits and (t[2] or t[8])
-      and left_to_others(s, ctx.prefix, K.app_workers, a, t[2], t[8], now) then
+  local oom, failed_on = t[CLAIM_TASK.oom], t[CLAIM_TASK.failed_on]
+  if not fits and (oom or failed_on)
+      and left_to_others(s, ctx.prefix, K.app_workers, a, oom, failed_on, now) then
     return
   end
   local n = #s.tids + 1
-  s.tids[n], s.tasks[n], s.costs[n] = tid, t, num_in(t[1], MIN_COST, MAX_COST) or 1
+  s.tids[n], s.tasks[n], s.costs[n] = tid, t, num_in(t[CLAIM_TASK.cost], MIN_COST, MAX_COST) or 1
 end

@@ -7,9 +7,9 @@
 ]]
 --- @include "common"
 local function delete_staged(prefix, staging_key, job_key, job_id, budget)
-  local j = redis.call('HMGET', job_key, 'staged', 'app')
-  local index = (int_in(j[1], 0, MAX_JOB_TASKS) or 0) - 1
-  local pending_key = is_name(j[2], 64) and (prefix .. 'pending:' .. j[2])
+  local staged, app = unpack(redis.call('HMGET', job_key, 'staged', 'app'))
+  local index = (int_in(staged, 0, MAX_JOB_TASKS) or 0) - 1
+  local pending_key = is_name(app, 64) and (prefix .. 'pending:' .. app)
   local stage_key = prefix .. 'stage:' .. job_id
   local tids = {}
   while index >= 0 and #tids < budget do

@@ -8,16 +8,16 @@
 ]]
 --- @include "common"
 local function drop_member(ctx, kind, name, member, fix)
-  local t = is_task_id(member)
-    and redis.call('HMGET', ctx.prefix .. 'task:' .. member, 'state', 'worker', 'b_worker')
+  local state, worker, b_worker = unpack(is_task_id(member) and redis.call('HMGET',
+    ctx.prefix .. 'task:' .. member, 'state', 'worker', 'b_worker') or {})
   local key
   if kind == 'held' then
-    if t and t[1] == 'leased' and (t[2] == name or t[3] == name) then
+    if state == 'leased' and (worker == name or b_worker == name) then
       return ''
     end
     key = ctx.prefix .. 'held:' .. name
   else
-    if t and t[1] then
+    if state then
       return ''
     end
     key = kind == 'pending' and (ctx.prefix .. 'pending:' .. name)

@@ -7,21 +7,22 @@
 local function enter_fleet(prefix, worker_key, wid, app)
   local fleet_key = prefix .. 'app:' .. app .. ':fleet'
   redis.call('SADD', prefix .. 'app:' .. app .. ':workers', wid)
-  local w = redis.call('HMGET', worker_key, 'ema:' .. app, 'n:' .. app, 'bench:' .. app)
-  local ema = num_in(w[1], MIN_SPEED, MAX_SPEED)
-  if (tonumber(w[2]) or 0) > 0 and ema then
+  local ema, n, bench = unpack(redis.call('HMGET', worker_key, 'ema:' .. app, 'n:' .. app,
+    'bench:' .. app))
+  ema = num_in(ema, MIN_SPEED, MAX_SPEED)
+  if (tonumber(n) or 0) > 0 and ema then
     redis.call('ZADD', fleet_key, num(ema), wid)
     return
   end
-  local bench = num_in(w[3], MIN_SPEED, MAX_SPEED)
+  bench = num_in(bench, MIN_SPEED, MAX_SPEED)
   if not bench then
     return
   end
   local members = redis.call('ZRANGE', fleet_key, '0', '63', 'WITHSCORES')
   for i = 1, #members, 2 do
     local v = members[i]
-    local n = v ~= wid and redis.call('HGET', prefix .. 'worker:' .. v, 'n:' .. app)
-    if (tonumber(n) or 0) > 0 then
+    local v_n = v ~= wid and redis.call('HGET', prefix .. 'worker:' .. v, 'n:' .. app)
+    if (tonumber(v_n) or 0) > 0 then
       bench = math.max(bench, tonumber(members[i + 1]) or bench)
       break -- the fleet is in speed order: the first measured one is the fastest
     end

@@ -19,10 +19,10 @@ local function estimate(fleet_key, prefix, wid, app, me)
   local ratios, fastest = {}, nil
   for _, v in ipairs(redis.call('ZRANGE', fleet_key, '0', '63')) do
     if v ~= wid then
-      local h = redis.call('HMGET', prefix .. 'worker:' .. v, 'ema:' .. app, 'n:' .. app,
-        'bench:' .. app)
-      local ema_v, b = num_in(h[1], MIN_SPEED, MAX_SPEED), num_in(h[3], MIN_SPEED, MAX_SPEED)
-      if (tonumber(h[2]) or 0) > 0 and ema_v then
+      local v_ema, v_n, v_bench = unpack(redis.call('HMGET', prefix .. 'worker:' .. v,
+        'ema:' .. app, 'n:' .. app, 'bench:' .. app))
+      local ema_v, b = num_in(v_ema, MIN_SPEED, MAX_SPEED), num_in(v_bench, MIN_SPEED, MAX_SPEED)
+      if (tonumber(v_n) or 0) > 0 and ema_v then
         fastest = math.min(fastest or ema_v, ema_v)
         if b then
           ratios[#ratios + 1] = ema_v / b

@@ -5,29 +5,30 @@
 ]]
 --- @include "time_out"
 local function expire_lease(ctx, tid, now)
-  local t = is_task_id(tid) and redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'state',
-    'worker', 'deadline_ms', 'run_deadline_ms', 'claimed_ms', 'b_worker', 'b_deadline_ms',
-    'b_run_deadline_ms', 'b_claimed_ms')
-  if not t or t[1] ~= 'leased' or not t[2] then
+  local state, worker, deadline_ms, run_deadline_ms, claimed_ms, b_worker, b_deadline_ms,
+    b_run_deadline_ms, b_claimed_ms = unpack(is_task_id(tid) and redis.call('HMGET',
+    ctx.prefix .. 'task:' .. tid, 'state', 'worker', 'deadline_ms', 'run_deadline_ms',
+    'claimed_ms', 'b_worker', 'b_deadline_ms', 'b_run_deadline_ms', 'b_claimed_ms') or {})
+  if state ~= 'leased' or not worker then
     release(ctx, tid, now, 'expired', 'lease expired', true) -- drops what is not a lease
     return
   end
-  local attempts = { { t[2], t[3], t[4], t[5] } }
-  if t[6] then
-    attempts[2] = { t[6], t[7], t[8], t[9] }
-  end
-  local next_deadline = math.huge
-  for _, at in ipairs(attempts) do
-    local deadline = tonumber(at[2]) or 0
+  -- its attempts: the primary, and the backup when it has one
+  local workers, claimed = { worker, b_worker }, { claimed_ms, b_claimed_ms }
+  local deadlines = { deadline_ms, b_deadline_ms }
+  local run_deadlines = { run_deadline_ms, b_run_deadline_ms }
+  local attempts, next_deadline = b_worker and 2 or 1, math.huge
+  for i = 1, attempts do
+    local deadline = tonumber(deadlines[i]) or 0
     if deadline > now then
       next_deadline = math.min(next_deadline, deadline)
-    elseif (tonumber(at[3]) or math.huge) <= now then
-      time_out(ctx, tid, at[1], now, at[4])
+    elseif (tonumber(run_deadlines[i]) or math.huge) <= now then
+      time_out(ctx, tid, workers[i], now, claimed[i])
     else
-      release_attempt(ctx, tid, at[1], now, 'expired', 'lease expired', true)
+      release_attempt(ctx, tid, workers[i], now, 'expired', 'lease expired', true)
     end
   end
-  if #attempts == 1 or next_deadline == math.huge then
+  if attempts == 1 or next_deadline == math.huge then
     return
   end
   -- one attempt runs on, or the score was behind the deadlines: keep the task's lease

@@ -5,8 +5,8 @@
   BACKUP_MIN_GAIN_MS and BACKUP_GAIN_SHARE of that rest, so correct predictions start no
   backups. Looks at the first MAX_BACKUP_SCAN leases; skips tasks that had a backup (one
   per task), are this worker's, or failed (on its identity) or ran out of memory on it, or
-  whose job's model this worker could not prepare (`marks`: cannot_run_here's). Returns the one that
-  saves most as {tid, t (its fields below), j (its job's app, state, params, timeout_s),
+  whose job's model this worker could not prepare (`marks`: cannot_run_here's). Returns the
+  one that saves most as {tid, t (its BACKUP_TASK read), j (its job's BACKUP_JOB read),
   cost}, or nil.
 ]]
 --- @include "in_list"
@@ -14,18 +14,18 @@ local function find_backup(ctx, a, t_w, now, marks)
   local best, best_gain, jobs = nil, 0, {}
   for _, tid in ipairs(redis.call('ZRANGE', ctx.leases, 0, MAX_BACKUP_SCAN - 1)) do
     local job_id = is_task_id(tid) and job_of(tid)
-    local t = job_id and redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'state', 'worker',
-      'claimed_ms', 'predicted_s', 'cost', 'backups', 'oom', 'failed_on', 'lease_gen',
-      'attempt_count', 'input', 'gen_top', 'deadline_ms')
-    if t and t[1] == 'leased' and t[2] ~= a.wid and not t[6] and not in_list(t[7], a.wid)
-        and not in_list(t[8], ident_of(a.wid)) then
-      local j = jobs[job_id] or redis.call('HMGET', ctx.prefix .. 'job:' .. job_id, 'app',
-        'state', 'params', 'timeout_s', 'model')
+    local t = job_id and redis.call('HMGET', ctx.prefix .. 'task:' .. tid, unpack(BACKUP_TASK))
+    if t and t[BACKUP_TASK.state] == 'leased' and t[BACKUP_TASK.worker] ~= a.wid
+        and not t[BACKUP_TASK.backups] and not in_list(t[BACKUP_TASK.oom], a.wid)
+        and not in_list(t[BACKUP_TASK.failed_on], ident_of(a.wid)) then
+      local j = jobs[job_id]
+        or redis.call('HMGET', ctx.prefix .. 'job:' .. job_id, unpack(BACKUP_JOB))
       jobs[job_id] = j
-      if j[1] == a.app and j[2] ~= 'cancelled' and not (marks and marks[j[5] or '']) then
-        local cost = num_in(t[5], MIN_COST, MAX_COST) or 1
-        local elapsed = math.max(now - (int_in(t[3], 0, 1e15) or now), 0)
-        local predicted = (num_in(t[4], 0, MAX_RUN_S) or 0) * 1000
+      if j[BACKUP_JOB.app] == a.app and j[BACKUP_JOB.state] ~= 'cancelled'
+          and not (marks and marks[j[BACKUP_JOB.model] or '']) then
+        local cost = num_in(t[BACKUP_TASK.cost], MIN_COST, MAX_COST) or 1
+        local elapsed = math.max(now - (int_in(t[BACKUP_TASK.claimed_ms], 0, 1e15) or now), 0)
+        local predicted = (num_in(t[BACKUP_TASK.predicted_s], 0, MAX_RUN_S) or 0) * 1000
         local rest = elapsed < predicted and predicted - elapsed or elapsed
         local gain = rest - t_w * cost * 1000
         if gain > best_gain and gain >= math.max(BACKUP_MIN_GAIN_MS, BACKUP_GAIN_SHARE * rest) then

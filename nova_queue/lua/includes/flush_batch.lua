@@ -23,7 +23,8 @@ local function flush_batch(ctx, K, b, now)
   for _, job_id in ipairs(b.order) do
     if b.last[job_id] then -- else commit_fast finished the job and wrote its counts
       local j = b.jobs[job_id]
-      redis.call('HSET', ctx.prefix .. 'job:' .. job_id, 'leased', j[8], 'done', j[4])
+      redis.call('HSET', ctx.prefix .. 'job:' .. job_id, 'leased', j[COMMIT_JOB.leased], 'done',
+        j[COMMIT_JOB.done])
     end
   end
   for _, app in ipairs(b.apps) do

@@ -15,11 +15,12 @@ local function free_hand_back(ctx, tid, wid, now, per_worker)
   local over = backs > FREE_BACKS_PER_TASK
   if per_worker then
     local worker_key = ctx.prefix .. 'worker:' .. wid
-    local w = redis.call('HMGET', worker_key, 'free_n', 'free_since_ms')
-    local since = int_in(w[2], 0, 1e15)
+    local free_n, free_since_ms = unpack(redis.call('HMGET', worker_key, 'free_n',
+      'free_since_ms'))
+    local since = int_in(free_since_ms, 0, 1e15)
     local n = 1
     if since and now - since >= 0 and now - since < FREE_WINDOW_MS then
-      n = (int_in(w[1], 0, 1e15) or 0) + 1
+      n = (int_in(free_n, 0, 1e15) or 0) + 1
     else
       since = now
     end

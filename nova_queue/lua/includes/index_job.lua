@@ -9,12 +9,13 @@
 --- @include "common"
 --- @include "queue_job"
 local function index_job(ctx, job_id, now, fix)
-  local j = redis.call('HMGET', ctx.prefix .. 'job:' .. job_id, 'state', 'created_ms',
-    'finished_ms', 'retention_s', 'app', 'owner', 'priority', 'seq0', 'pending')
-  if not j[1] then
+  local state, created_ms, finished_ms, retention_s, app, owner, priority, seq0, pending =
+    unpack(redis.call('HMGET', ctx.prefix .. 'job:' .. job_id, 'state', 'created_ms',
+    'finished_ms', 'retention_s', 'app', 'owner', 'priority', 'seq0', 'pending'))
+  if not state then
     return ''
   end
-  local done, created = {}, int_in(j[2], 0, 1e15) or now
+  local done, created = {}, int_in(created_ms, 0, 1e15) or now
   local function add(what, key, score)
     if not redis.call('ZSCORE', key, job_id) then
       done[#done + 1] = what
@@ -23,22 +24,24 @@ local function index_job(ctx, job_id, now, fix)
       end
     end
   end
-  if j[1] == 'staging' then
+  if state == 'staging' then
     add('listed staging', ctx.staging, created)
-  elseif j[1] ~= 'expired' then
+  elseif state ~= 'expired' then
     add('listed in jobs', ctx.jobs, created)
   end
-  if j[1] == 'done' or j[1] == 'failed' or j[1] == 'cancelled' then
-    local retention_s = int_in(j[4], 0, MAX_RETENTION_S) or DEFAULT_RETENTION_S
-    add('retention entry', ctx.expiring, (int_in(j[3], 0, 1e15) or now) + 1000 * retention_s)
+  if is_finished(state) then
+    retention_s = int_in(retention_s, 0, MAX_RETENTION_S) or DEFAULT_RETENTION_S
+    add('retention entry', ctx.expiring, (int_in(finished_ms, 0, 1e15) or now)
+      + 1000 * retention_s)
   end
-  local base = is_name(j[5], 64) and ctx.prefix .. 'app:' .. j[5] .. ':'
-  if base and (j[1] == 'queued' or j[1] == 'running')
-      and (int_in(j[9], 0, MAX_JOB_TASKS) or 0) > 0 and (not redis.call('ZSCORE', base .. 'owner:' .. (j[6] or ''), job_id)
-        or redis.call('SISMEMBER', base .. 'owners', j[6] or '') == 0) then
+  local base = is_name(app, 64) and ctx.prefix .. 'app:' .. app .. ':'
+  if base and (state == 'queued' or state == 'running')
+      and (int_in(pending, 0, MAX_JOB_TASKS) or 0) > 0
+      and (not redis.call('ZSCORE', base .. 'owner:' .. (owner or ''), job_id)
+        or redis.call('SISMEMBER', base .. 'owners', owner or '') == 0) then
     done[#done + 1] = "in its owner's queue"
     if fix then
-      queue_job(ctx.prefix, job_id, j[5], j[6], j[7], j[8])
+      queue_job(ctx.prefix, job_id, app, owner, priority, seq0)
     end
   end
   return table.concat(done, ',')

@@ -6,22 +6,23 @@
 ]]
 --- @include "common"
 local function index_worker(ctx, wid, now, fix)
-  local w = redis.call('HMGET', ctx.prefix .. 'worker:' .. wid, 'id', 'joined_ms', 'left_ms')
-  if not w[1] then
+  local id, joined_ms, left_ms = unpack(redis.call('HMGET', ctx.prefix .. 'worker:' .. wid, 'id',
+    'joined_ms', 'left_ms'))
+  if not id then
     return ''
   end
   local done = {}
   if not redis.call('ZSCORE', ctx.workers, wid) then
     done[#done + 1] = 'listed in workers'
     if fix then
-      redis.call('ZADD', ctx.workers, int(int_in(w[2], 0, 1e15) or now), wid)
+      redis.call('ZADD', ctx.workers, int(int_in(joined_ms, 0, 1e15) or now), wid)
     end
   end
-  if w[3] and not redis.call('ZSCORE', ctx.alive, wid)
+  if left_ms and not redis.call('ZSCORE', ctx.alive, wid)
       and not redis.call('ZSCORE', ctx.departed, wid) then
     done[#done + 1] = 'listed departed'
     if fix then
-      redis.call('ZADD', ctx.departed, int(int_in(w[3], 0, 1e15) or now), wid)
+      redis.call('ZADD', ctx.departed, int(int_in(left_ms, 0, 1e15) or now), wid)
     end
   end
   return table.concat(done, ',')

@@ -1,7 +1,7 @@
 --[[ job_heads: the jobs at the head of the pending set, in queue order, from its first
   member on: each found by one ZRANGEBYSCORE past the one before (a job's tasks share one
-  score range), at most `n`. Returns {job id, consider_job's fields} pairs; members that
-  are not tasks of a job end the list.
+  score range), at most `n`. Returns their ids (their CLAIM_JOB reads in s.jobs:
+  consider_job); members that are not tasks of a job end the list.
 ]]
 --- @include "consider_job"
 local function job_heads(ctx, K, s, n)
@@ -13,8 +13,9 @@ local function job_heads(ctx, K, s, n)
       break
     end
     local j = consider_job(ctx, s, job_id)
-    heads[#heads + 1] = { job_id, j }
-    from = '(' .. task_score(j[7], j[8], job_id .. ':' .. int((int_in(j[9], 1, MAX_JOB_TASKS) or 1) - 1))
+    heads[#heads + 1] = job_id
+    from = '(' .. task_score(j[CLAIM_JOB.priority], j[CLAIM_JOB.seq0], job_id .. ':'
+      .. int((int_in(j[CLAIM_JOB.total], 1, MAX_JOB_TASKS) or 1) - 1))
   end
   return heads
 end

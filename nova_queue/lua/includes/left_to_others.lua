@@ -30,8 +30,9 @@ local function left_to_others(s, prefix, app_workers_key, a, oom, failed_on, now
     local since = now - math.max(a.ttl_ms, MIN_CLAIMING_MS)
     for _, v in ipairs(redis.call('SMEMBERS', app_workers_key)) do
       if not in_list(oom, v) and not in_list(failed_on, ident_of(v)) then
-        local w = redis.call('HMGET', prefix .. 'worker:' .. v, 'claim_ms', 'busy_until_ms')
-        if still_claiming(prefix, v, w[1], w[2], since) then
+        local claim_ms, busy_until_ms = unpack(redis.call('HMGET', prefix .. 'worker:' .. v,
+          'claim_ms', 'busy_until_ms'))
+        if still_claiming(prefix, v, claim_ms, busy_until_ms, since) then
           return true
         end
       end

@@ -9,13 +9,14 @@ local function meets(labels, requires)
     if i > MAX_REQUIRES then
       break
     end
-    local have = type(r) == 'table' and labels[r[1]]
-    if have == nil or have == false or type(r[3]) ~= 'table' then
+    local key, op, values = unpack(type(r) == 'table' and r or {}, 1, 3)
+    local have = key ~= nil and labels[key]
+    if have == nil or have == false or type(values) ~= 'table' then
       return false
     end
-    if r[2] == 'in' then
+    if op == 'in' then
       local found = false
-      for j, v in ipairs(r[3]) do
+      for j, v in ipairs(values) do
         if j > MAX_REQUIRES then
           break
         end
@@ -25,9 +26,9 @@ local function meets(labels, requires)
         return false
       end
     else
-      local a, b = tonumber(have), tonumber(r[3][1])
-      if not a or not b or (r[2] == '>=' and a < b) or (r[2] == '<=' and a > b)
-          or (r[2] ~= '>=' and r[2] ~= '<=') then
+      local a, b = tonumber(have), tonumber(values[1]) -- the bound
+      if not a or not b or (op == '>=' and a < b) or (op == '<=' and a > b)
+          or (op ~= '>=' and op ~= '<=') then
         return false
       end
     end

@@ -8,9 +8,9 @@
 local function members_upto(key, n)
   local out, seen, cursor = {}, {}, '0'
   for _ = 1, 4 do
-    local page = redis.call('SSCAN', key, cursor, 'COUNT', n)
-    cursor = page[1]
-    for _, m in ipairs(page[2]) do
+    local next_cursor, members = unpack(redis.call('SSCAN', key, cursor, 'COUNT', n))
+    cursor = next_cursor
+    for _, m in ipairs(members) do
       if #out >= n then
         return out
       end

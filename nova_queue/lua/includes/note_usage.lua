@@ -6,17 +6,24 @@
   c > 0 makes F = log2(2^F + c 2^phi(now)); a negative one (a commit's settlement of a run
   shorter than charged) subtracts, and usage stops at 0 (the field goes). A claim under fair
   share charges the predicted time, the commit the rest of the run time. At most 1e15 s.
-  `read`: the fields {f:<owner>, half_life_s, phase} when this script read them already.
+  `usage`: what this script read of the usage hash already (owner_order's s.usage:
+  half_life_s, phase and f, owner -> its field), or nil.
 ]]
 --- @include "usage_phase"
-local function note_usage(prefix, owner, run_s, now, read)
+local function note_usage(prefix, owner, run_s, now, usage)
   if run_s == 0 then
     return
   end
   local key, field = prefix .. 'usage', 'f:' .. owner
-  local u = read or redis.call('HMGET', key, field, 'half_life_s', 'phase')
-  local phi = usage_phase(u[2], u[3], now)
-  local f = num_in(u[1], -math.huge, math.huge) -- not NaN
+  local f_field, half_life_s, phase
+  if usage and usage.f[owner] ~= nil then
+    f_field, half_life_s, phase = usage.f[owner], usage.half_life_s, usage.phase
+  else
+    f_field, half_life_s, phase = unpack(redis.call('HMGET', key, 'f:' .. owner, 'half_life_s',
+      'phase'))
+  end
+  local phi = usage_phase(half_life_s, phase, now)
+  local f = num_in(f_field, -math.huge, math.huge) -- not NaN
   local a = phi + math.log(math.abs(run_s)) / LN2
   if run_s > 0 then
     if f then

@@ -26,20 +26,20 @@ local function owner_jobs(ctx, K, a, me, s, now)
     local owner = owners[o]
     done[o] = true
     local queue = ctx.prefix .. 'app:' .. a.app .. ':owner:' .. owner
-    local ids, jobs = redis.call('ZRANGE', queue, '0', '7'), {}
-    for i, job_id in ipairs(ids) do
-      if i > 1 and not jobs.models then -- the rest are read only when models matter
-        jobs[#jobs + 1] = { job_id, false } -- (checked by take_jobs, if it gets there)
+    local jobs, models = {}, false
+    for i, job_id in ipairs(redis.call('ZRANGE', queue, '0', '7')) do
+      if i > 1 and not models then -- the rest are read only when models matter
+        jobs[#jobs + 1] = job_id -- (checked and read by take_jobs, if it gets there)
       elseif not is_job_id(job_id) then
         redis.call('ZREM', queue, job_id)
       else
-        local j = consider_job(ctx, s, job_id)
-        jobs[#jobs + 1] = { job_id, j }
-        jobs.models = jobs.models or (i == 1 and j[10] and j[10] ~= '')
+        local model = consider_job(ctx, s, job_id)[CLAIM_JOB.model]
+        jobs[#jobs + 1] = job_id
+        models = models or (i == 1 and model and model ~= '')
       end
     end
-    if jobs.models then
-      jobs = prefer_model(ctx.prefix, a.app, me, jobs)
+    if models then
+      jobs = prefer_model(ctx.prefix, a.app, me, s, jobs)
     end
     -- all taken for now (a requeue puts a job back), or gone
     local empty = take_jobs(ctx, K, a, me, s, jobs, now)

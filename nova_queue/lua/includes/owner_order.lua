@@ -4,27 +4,28 @@
   usage), so the lowest rank is served first, ties by name (next_owner). One HMGET of the
   owners' fields, the shares hash only when some share is set (1 when unset, at least 0.001).
   A field beyond the 1e15-second cap (written by hand) counts as the cap. What it read of the
-  usage hash stays in s.usage (owner -> {f:<owner>, half_life_s, phase}) for note_usage.
+  usage hash stays in s.usage (half_life_s, phase, and f: owner -> its field) for note_usage.
 ]]
 --- @include "usage_phase"
 local function owner_order(prefix, owners, now, s)
-  local fields = { 'half_life_s', 'phase' }
+  local fields = {}
   for i, o in ipairs(owners) do
-    fields[i + 2] = 'f:' .. o
+    fields[i] = 'f:' .. o
   end
+  local n = #owners -- the owners' fields, then the two the decay takes
+  fields[n + 1], fields[n + 2] = 'half_life_s', 'phase'
   local u = redis.call('HMGET', prefix .. 'usage', unpack(fields))
-  local top = usage_phase(u[1], u[2], now) + LOG2_MAX_USAGE
+  s.usage = { half_life_s = u[n + 1], phase = u[n + 2], f = {} }
+  local top = usage_phase(s.usage.half_life_s, s.usage.phase, now) + LOG2_MAX_USAGE
   local w = redis.call('HLEN', prefix .. 'shares') > 0
     and redis.call('HMGET', prefix .. 'shares', unpack(owners))
   local rank = {}
-  s.usage = {}
-  for i = 1, #owners do
-    s.usage[owners[i]] = { u[i + 2], u[1], u[2] }
-    rank[i] = math.min(num_in(u[i + 2], -math.huge, math.huge) or -math.huge, top)
+  for i = 1, n do
+    s.usage.f[owners[i]] = u[i]
+    rank[i] = math.min(num_in(u[i], -math.huge, math.huge) or -math.huge, top)
     if w then
       rank[i] = rank[i] - math.log(num_in(w[i], 0.001, 1e6) or 1) / LN2
     end
   end
   return rank
 end
-

@@ -12,14 +12,14 @@
 --- @include "common"
 --- @include "queue_job"
 local function place_task(ctx, tid, now, fix)
-  local t = redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'state', 'worker', 'deadline_ms',
-    'b_worker')
-  local j = redis.call('HMGET', ctx.prefix .. 'job:' .. job_of(tid), 'app', 'priority', 'seq0',
-    'state', 'owner')
-  if not t[1] or not is_name(j[1], 64) then
+  local state, worker, deadline_ms, b_worker = unpack(redis.call('HMGET',
+    ctx.prefix .. 'task:' .. tid, 'state', 'worker', 'deadline_ms', 'b_worker'))
+  local app, priority, seq0, job_state, owner = unpack(redis.call('HMGET',
+    ctx.prefix .. 'job:' .. job_of(tid), 'app', 'priority', 'seq0', 'state', 'owner'))
+  if not state or not is_name(app, 64) then
     return ''
   end
-  local done, pending_key = {}, ctx.prefix .. 'pending:' .. j[1]
+  local done, pending_key = {}, ctx.prefix .. 'pending:' .. app
   local function act(what, ...)
     done[#done + 1] = what
     if fix then
@@ -28,27 +28,28 @@ local function place_task(ctx, tid, now, fix)
   end
   local in_pending = redis.call('ZSCORE', pending_key, tid)
   local lease = tonumber(redis.call('ZSCORE', ctx.leases, tid))
-  if t[1] == 'pending' then
-    if not in_pending and j[4] ~= 'staging' then
-      act('requeued', 'ZADD', pending_key, task_score(j[2], j[3], tid), tid)
+  if state == 'pending' then
+    if not in_pending and job_state ~= 'staging' then
+      act('requeued', 'ZADD', pending_key, task_score(priority, seq0, tid), tid)
       if fix then
-        queue_job(ctx.prefix, job_of(tid), j[1], j[5], j[2], j[3])
+        queue_job(ctx.prefix, job_of(tid), app, owner, priority, seq0)
       end
     end
   elseif in_pending then
     act('left pending', 'ZREM', pending_key, tid)
   end
-  if t[1] == 'leased' then
-    local known = is_name(t[2], 128) and redis.call('EXISTS', ctx.prefix .. 'worker:' .. t[2]) == 1
+  if state == 'leased' then
+    local known = is_name(worker, 128)
+      and redis.call('EXISTS', ctx.prefix .. 'worker:' .. worker) == 1
     if not known and (not lease or lease >= now) then
       act('lease of an unknown worker due now', 'ZADD', ctx.leases, now - 1, tid)
       if fix then -- the reaper goes by the task's own deadline
         redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'deadline_ms', int(now - 1))
       end
     elseif not lease then
-      act('back in the lease set', 'ZADD', ctx.leases, int_in(t[3], 0, 1e15) or now, tid)
+      act('back in the lease set', 'ZADD', ctx.leases, int_in(deadline_ms, 0, 1e15) or now, tid)
     end
-    for _, wid in ipairs({ known and t[2] or false, t[4] or false }) do
+    for _, wid in ipairs({ known and worker or false, b_worker or false }) do
       if is_name(wid, 128) and redis.call('EXISTS', ctx.prefix .. 'worker:' .. wid) == 1
           and redis.call('SISMEMBER', ctx.prefix .. 'held:' .. wid, tid) == 0 then
         act('held by ' .. wid, 'SADD', ctx.prefix .. 'held:' .. wid, tid)
@@ -58,9 +59,9 @@ local function place_task(ctx, tid, now, fix)
     act('left the lease set', 'ZREM', ctx.leases, tid)
   end
   local in_failed = redis.call('ZSCORE', ctx.failed, tid)
-  if t[1] == 'failed' and not in_failed then
+  if state == 'failed' and not in_failed then
     act('listed failed', 'ZADD', ctx.failed, now, tid)
-  elseif t[1] ~= 'failed' and in_failed then
+  elseif state ~= 'failed' and in_failed then
     act('left failed', 'ZREM', ctx.failed, tid)
   end
   return table.concat(done, ',')

@@ -12,19 +12,20 @@
 --- @include "common"
 local function purge_job(ctx, job_id, now, budget, why)
   local job_key = ctx.prefix .. 'job:' .. job_id
-  local j = redis.call('HMGET', job_key, 'state', 'purge_next', 'app', 'owner')
-  local index = int_in(j[2], 0, MAX_JOB_TASKS) or 0
-  if j[1] ~= 'expired' then
+  local state, purge_next, app, owner = unpack(redis.call('HMGET', job_key, 'state',
+    'purge_next', 'app', 'owner'))
+  local index = int_in(purge_next, 0, MAX_JOB_TASKS) or 0
+  if state ~= 'expired' then
     redis.call('ZREM', ctx.jobs, job_id)
     redis.call('ZREM', ctx.finished, job_id)
-    if j[1] then
+    if state then
       redis.call('HSET', job_key, 'state', 'expired')
     end
-    if is_name(j[3], 64) then -- a claim drops a taken job only under fair share (owner_jobs)
-      local base = ctx.prefix .. 'app:' .. j[3] .. ':'
-      local queue = base .. 'owner:' .. (j[4] or '')
+    if is_name(app, 64) then -- a claim drops a taken job only under fair share (owner_jobs)
+      local base = ctx.prefix .. 'app:' .. app .. ':'
+      local queue = base .. 'owner:' .. (owner or '')
       if redis.call('ZREM', queue, job_id) == 1 and redis.call('ZCARD', queue) == 0 then
-        redis.call('SREM', base .. 'owners', j[4] or '')
+        redis.call('SREM', base .. 'owners', owner or '')
       end
     end
   end

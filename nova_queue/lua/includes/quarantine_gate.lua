@@ -7,18 +7,19 @@
 ]]
 --- @include "quarantine_worker"
 local function quarantine_gate(ctx, K, a, now)
-  local q = redis.call('HMGET', K.worker, 'quarantine_until_ms', 'probe_tid',
-    'quarantine_reason', 'cooldown_ms')
-  local until_ms, reason = tonumber(q[1]) or 0, q[3] or ''
-  if q[2] then
-    local t = redis.call('HMGET', ctx.prefix .. 'task:' .. q[2], 'state', 'worker', 'b_worker')
-    if t[1] == 'leased' and (t[2] == a.wid or t[3] == a.wid) then
+  local quarantine_until_ms, probe_tid, quarantine_reason, cooldown_ms = unpack(redis.call(
+    'HMGET', K.worker, 'quarantine_until_ms', 'probe_tid', 'quarantine_reason', 'cooldown_ms'))
+  local until_ms, reason = tonumber(quarantine_until_ms) or 0, quarantine_reason or ''
+  if probe_tid then
+    local state, worker, b_worker = unpack(redis.call('HMGET', ctx.prefix .. 'task:' .. probe_tid,
+      'state', 'worker', 'b_worker'))
+    if state == 'leased' and (worker == a.wid or b_worker == a.wid) then
       return { CODE.QUARANTINED, int(now), WAIT_MS.QUARANTINE_MAX, 'probe task running; ' .. reason }
     end
     if string.sub(reason, 1, 10) ~= 'probe task' then
       reason = 'probe task did not commit; before: ' .. reason
     end
-    local cooldown = 2 * (int_in(q[4], 1, MAX_COOLDOWN_MS) or 60000)
+    local cooldown = 2 * (int_in(cooldown_ms, 1, MAX_COOLDOWN_MS) or 60000)
     quarantine_worker(ctx, a.wid, now, reason, cooldown)
     until_ms = now + math.min(cooldown, MAX_COOLDOWN_MS)
   end

@@ -11,19 +11,20 @@
 --- @include "worker_apps"
 local function quarantine_worker(ctx, wid, now, reason, cooldown_ms)
   local worker_key = ctx.prefix .. 'worker:' .. wid
-  local w = redis.call('HMGET', worker_key, 'apps', 'name', 'streak_tids')
-  for _, app in ipairs(worker_apps(w[1])) do
+  local apps, name, streak_tids = unpack(redis.call('HMGET', worker_key, 'apps', 'name',
+    'streak_tids'))
+  for _, app in ipairs(worker_apps(apps)) do
     redis.call('SREM', ctx.prefix .. 'app:' .. app .. ':workers', wid)
     redis.call('ZREM', ctx.prefix .. 'app:' .. app .. ':fleet', wid)
   end
   cooldown_ms = math.floor(math.min(math.max(cooldown_ms, 1), MAX_COOLDOWN_MS))
   reason = string.sub(reason or '', 1, MAX_TEXT_BYTES)
-  local refunded = refund_attempts(ctx, wid, w[3], now)
+  local refunded = refund_attempts(ctx, wid, streak_tids, now)
   redis.call('HSET', worker_key, 'quarantined', '1', 'quarantine_reason', reason,
     'quarantined_ms', int(now), 'quarantine_until_ms', int(now + cooldown_ms),
     'cooldown_ms', int(cooldown_ms), 'streak_tids', '', 'fast_streak', 0)
   redis.call('HDEL', worker_key, 'probe_tid')
-  emit(ctx, 'worker_quarantined', 'worker', wid, 'name', string.sub(w[2] or '', 1, 200),
+  emit(ctx, 'worker_quarantined', 'worker', wid, 'name', string.sub(name or '', 1, 200),
     'reason', reason, 'until_ms', int(now + cooldown_ms), 'refunded', refunded)
   return refunded
 end

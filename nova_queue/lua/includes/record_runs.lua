@@ -9,14 +9,15 @@
 ]]
 --- @include "lift_quarantine"
 local function record_runs(ctx, K, app, runs, now)
-  local w = redis.call('HMGET', K.worker, 'id', 'tasks_done', 'done:' .. app, 'ema:' .. app,
-    'n:' .. app, 'fail_streak', 'quarantined', 'probe_tid')
-  if not w[1] then
+  local id, tasks_done, done, ema, n, fail_streak, quarantined, probe_tid = unpack(redis.call(
+    'HMGET', K.worker, 'id', 'tasks_done', 'done:' .. app, 'ema:' .. app, 'n:' .. app,
+    'fail_streak', 'quarantined', 'probe_tid'))
+  if not id then
     return
   end
-  local update = { 'tasks_done', (tonumber(w[2]) or 0) + #runs, 'done:' .. app,
-    (tonumber(w[3]) or 0) + #runs, 'last_done_ms', int(now) }
-  local ema, n = num_in(w[4], MIN_SPEED, MAX_SPEED), tonumber(w[5]) or 0
+  local update = { 'tasks_done', (tonumber(tasks_done) or 0) + #runs, 'done:' .. app,
+    (tonumber(done) or 0) + #runs, 'last_done_ms', int(now) }
+  ema, n = num_in(ema, MIN_SPEED, MAX_SPEED), tonumber(n) or 0
   local n0, cold, probe = n, nil, false
   for _, r in ipairs(runs) do
     if r.warm then
@@ -27,19 +28,19 @@ local function record_runs(ctx, K, app, runs, now)
     else
       cold = r.run_s
     end
-    probe = probe or r.tid == w[8]
+    probe = probe or r.tid == probe_tid
   end
   if n > n0 then
     update[#update + 1], update[#update + 2] = 'ema:' .. app, num(ema)
     update[#update + 1], update[#update + 2] = 'n:' .. app, n
-    if w[7] ~= '1' and redis.call('ZSCORE', ctx.alive, ctx.wid) then
+    if quarantined ~= '1' and redis.call('ZSCORE', ctx.alive, ctx.wid) then
       redis.call('ZADD', ctx.prefix .. 'app:' .. app .. ':fleet', num(ema), ctx.wid)
     end
   end
   if cold then
     update[#update + 1], update[#update + 2] = 'cold:' .. app, num(cold)
   end
-  if (tonumber(w[6]) or 0) > 0 then -- a failure streak ends with a commit
+  if (tonumber(fail_streak) or 0) > 0 then -- a failure streak ends with a commit
     for _, f in ipairs({ 'fail_streak', 0, 'fast_streak', 0, 'blamed', 0, 'streak_tids', '',
         'streak_since_ms', '' }) do
       update[#update + 1] = f
@@ -50,7 +51,7 @@ local function record_runs(ctx, K, app, runs, now)
     update[#update + 1], update[#update + 2] = 'busy_until_ms', int(now)
   end
   redis.call('HSET', K.worker, unpack(update))
-  if w[7] == '1' and probe then
+  if quarantined == '1' and probe then
     lift_quarantine(ctx, ctx.wid, now, 'probe')
   end
 end

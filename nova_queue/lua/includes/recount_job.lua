@@ -1,6 +1,6 @@
 --[[ recount_job: doctor's recount of a job's task counts from its tasks' states, MAX_VISIT
   tasks per call from index `from` up to the first missing one; c: the counts so far
-  {pending, leased, done, failed, cancelled} (numbers the caller carries from call to call).
+  in STATE_COUNTS' order (numbers the caller carries from call to call).
   The last call writes the counts that differ and, every task being terminal, finishes the
   job (finish_job_if_done: it enters the retention index; one that finished has
   finished_ms). A job of at most MAX_VISIT tasks
@@ -10,7 +10,8 @@
 ]]
 --- @include "common"
 local function recount_job(ctx, job_id, from, c, now, fix)
-  local states = { pending = 1, leased = 2, done = 3, failed = 4, cancelled = 5 }
+  local states = { pending = STATE_COUNTS.pending, leased = STATE_COUNTS.leased,
+    done = STATE_COUNTS.done, failed = STATE_COUNTS.failed, cancelled = STATE_COUNTS.cancelled }
   local task_prefix = ctx.prefix .. 'task:' .. job_id .. ':'
   local index = from
   while index < from + MAX_VISIT do
@@ -28,20 +29,21 @@ local function recount_job(ctx, job_id, from, c, now, fix)
     return index, c, ''
   end
   local job_key = ctx.prefix .. 'job:' .. job_id
-  local j = redis.call('HMGET', job_key, 'pending', 'leased', 'done', 'failed', 'cancelled',
-    'state', 'total', 'finished_ms')
-  local names, changed = { 'pending', 'leased', 'done', 'failed', 'cancelled' }, {}
-  for i, name in ipairs(names) do
-    if tonumber(j[i]) ~= c[i] then
+  local j = redis.call('HMGET', job_key, unpack(RECOUNT_JOB))
+  local changed = {}
+  for i, name in ipairs({ unpack(STATE_COUNTS) }) do
+    if tonumber(j[i]) ~= c[i] then -- RECOUNT_JOB begins with STATE_COUNTS
       changed[#changed + 1] = name .. ' ' .. tostring(j[i] or 'none') .. ' -> ' .. int(c[i])
       if fix then
         redis.call('HSET', job_key, name, int(c[i]))
       end
     end
   end
-  local seen, ended = c[1] + c[2] + c[3] + c[4] + c[5], c[3] + c[4] + c[5]
-  if seen > 0 and ended == seen and tonumber(j[7]) == seen and not j[8]
-      and j[6] ~= 'staging' and j[6] ~= 'expired' then
+  local pending, leased, done, failed, cancelled = unpack(c)
+  local seen, ended = pending + leased + done + failed + cancelled, done + failed + cancelled
+  local state = j[RECOUNT_JOB.state]
+  if seen > 0 and ended == seen and tonumber(j[RECOUNT_JOB.total]) == seen
+      and not j[RECOUNT_JOB.finished_ms] and state ~= 'staging' and state ~= 'expired' then
     changed[#changed + 1] = 'finished' -- every task ended: the job finishes
     if fix then
       finish_job_if_done(ctx, job_key, job_id, now)

@@ -15,12 +15,12 @@ local function refund_attempts(ctx, wid, tids, now)
       break
     end
     local task_key = is_task_id(tid) and (ctx.prefix .. 'task:' .. tid)
-    local t = task_key and redis.call('HMGET', task_key, 'state', 'attempt_count',
-      'last_worker', 'failed_on')
-    local attempts = t and int_in(t[2], 1, 1e15)
-    if attempts and t[1] ~= 'cancelled' and in_list(t[4], ident) then
+    local state, attempt_count, last_worker, failed_on = unpack(task_key and redis.call('HMGET',
+      task_key, 'state', 'attempt_count', 'last_worker', 'failed_on') or {})
+    local attempts = int_in(attempt_count, 1, 1e15)
+    if attempts and state ~= 'cancelled' and in_list(failed_on, ident) then
       redis.call('HSET', task_key, 'attempt_count', attempts - 1)
-      if t[1] == 'failed' and ident_of(t[3] or '') == ident then
+      if state == 'failed' and ident_of(last_worker or '') == ident then
         unfail_task(ctx, tid, now, attempts - 1)
       end
       n = n + 1

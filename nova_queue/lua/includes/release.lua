@@ -15,47 +15,46 @@ local function release(ctx, tid, now, kind, message, burn)
     return nil -- not a task id (a lease written by hand): nothing to release
   end
   local task_key = ctx.prefix .. 'task:' .. tid
-  local t = redis.call('HMGET', task_key, 'state', 'worker', 'attempt_count', 'lease_gen',
-    'b_worker')
-  if t[1] ~= 'leased' then
+  local state, worker, attempt_count, lease_gen, b_worker = unpack(redis.call('HMGET', task_key,
+    'state', 'worker', 'attempt_count', 'lease_gen', 'b_worker'))
+  if state ~= 'leased' then
     return nil
   end
   local job_id = job_of(tid)
   local job_key = ctx.prefix .. 'job:' .. job_id
-  local j = redis.call('HMGET', job_key, 'app', 'state', 'max_attempts', 'priority', 'seq0',
-    'owner')
-  local wid = t[2] or ''
+  local app, job_state, max_attempts, priority, seq0, owner = unpack(redis.call('HMGET', job_key,
+    'app', 'state', 'max_attempts', 'priority', 'seq0', 'owner'))
+  local wid = worker or ''
   redis.call('SREM', ctx.prefix .. 'held:' .. wid, tid)
-  if t[5] then
+  if b_worker then
     drop_attempt(ctx, tid, 'backup') -- the backup attempt ends with the task's lease
   end
-  if not j[1] then
+  if not app then
     redis.call('HSET', task_key, 'state', 'failed', 'error', 'job not found')
     return 'failed' -- a task without a job (written by hand)
   end
   if ctx.budget then
     ctx.budget = ctx.budget - 1
   end
-  redis.call('HINCRBY', ctx.inflight, j[1], -1)
+  redis.call('HINCRBY', ctx.inflight, app, -1)
   redis.call('HINCRBY', job_key, 'leased', -1)
-  local attempts = int_in(t[3], 0, 1e15) or 0
+  local attempts = int_in(attempt_count, 0, 1e15) or 0
   if not burn and attempts > 0 then
     attempts = attempts - 1
   end
-  local state
-  if j[2] == 'cancelled' then
+  if job_state == 'cancelled' then -- the task's new state
     state = 'cancelled'
     redis.call('HINCRBY', job_key, 'cancelled', 1)
-  elseif burn and attempts >= (int_in(j[3], 1, MAX_ATTEMPTS) or 1) then
+  elseif burn and attempts >= (int_in(max_attempts, 1, MAX_ATTEMPTS) or 1) then
     state = 'failed'
     redis.call('HINCRBY', job_key, 'failed', 1)
     redis.call('ZADD', ctx.failed, now, tid)
   else
     state = 'pending'
     redis.call('HINCRBY', job_key, 'pending', 1)
-    redis.call('ZADD', ctx.pending or (ctx.prefix .. 'pending:' .. j[1]),
-      task_score(j[4], j[5], tid), tid)
-    queue_job(ctx.prefix, job_id, j[1], j[6], j[4], j[5])
+    redis.call('ZADD', ctx.pending or (ctx.prefix .. 'pending:' .. app),
+      task_score(priority, seq0, tid), tid)
+    queue_job(ctx.prefix, job_id, app, owner, priority, seq0)
   end
   redis.call('HDEL', task_key, 'worker', 'worker_name', 'backend', 'host', 'attempt_id',
     'deadline_ms', 'predicted_s', 'run_deadline_ms')
@@ -63,7 +62,7 @@ local function release(ctx, tid, now, kind, message, burn)
     'error_kind', kind, 'error', message)
   emit(ctx, state == 'failed' and 'failed' or state == 'cancelled' and 'cancelled' or 'requeued',
     'job', job_id, 'task', index_of(tid), 'worker', wid, 'kind', kind,
-    'attempt', attempts, 'lease_gen', t[4] or '0', 'error', message)
+    'attempt', attempts, 'lease_gen', lease_gen or '0', 'error', message)
   if state ~= 'pending' then
     finish_job_if_done(ctx, job_key, job_id, now)
   end

@@ -19,22 +19,22 @@ local function remove_worker(ctx, wid, now, state, held_key)
   local worker_key = ctx.prefix .. 'worker:' .. wid
   held_key = held_key or (ctx.prefix .. 'held:' .. wid)
   redis.call('ZREM', ctx.alive, wid)
-  local w = redis.call('HMGET', worker_key, 'apps', 'name')
-  for _, app in ipairs(worker_apps(w[1])) do
+  local apps, name = unpack(redis.call('HMGET', worker_key, 'apps', 'name'))
+  for _, app in ipairs(worker_apps(apps)) do
     redis.call('SREM', ctx.prefix .. 'app:' .. app .. ':workers', wid)
     redis.call('ZREM', ctx.prefix .. 'app:' .. app .. ':fleet', wid)
     set_warm(ctx.prefix, app, worker_key, redis.call('HGET', worker_key, 'warm:' .. app), '')
   end
   local lost = state == 'lost'
-  local name = string.sub(w[2] or wid, 1, 200)
-  local message = lost and ('worker ' .. name .. ' lost: heartbeat expired') or ''
+  local message = lost and ('worker ' .. string.sub(name or wid, 1, 200) .. ' lost: heartbeat '
+    .. 'expired') or ''
   local released = 0
   if ctx.budget > 0 then
     local held = members_upto(held_key, math.min(MAX_HELD_VISIT, ctx.budget))
     for _, tid in ipairs(held) do
-      local t = is_task_id(tid) and redis.call('HMGET', ctx.prefix .. 'task:' .. tid, 'worker',
-        'b_worker')
-      local ours = t and (t[1] == wid or t[2] == wid)
+      local worker, b_worker = unpack(is_task_id(tid) and redis.call('HMGET',
+        ctx.prefix .. 'task:' .. tid, 'worker', 'b_worker') or {})
+      local ours = worker == wid or b_worker == wid
       local burn = ours and (lost or not free_hand_back(ctx, tid, wid, now))
       if ours and release_attempt(ctx, tid, wid, now, lost and 'lost' or 'shutdown', message,
           burn) then
@@ -50,6 +50,6 @@ local function remove_worker(ctx, wid, now, state, held_key)
   end
   redis.call('ZADD', ctx.prefix .. 'departed', now, wid)
   emit(ctx, lost and 'worker_lost' or 'worker_left', 'worker', wid,
-    'name', string.sub(w[2] or '', 1, 200), 'released', released)
+    'name', string.sub(name or '', 1, 200), 'released', released)
   return released
 end

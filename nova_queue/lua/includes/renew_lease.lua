@@ -9,28 +9,28 @@
 --- @include "time_out"
 local function renew_lease(ctx, tid, wid, gen, attempt_id, now, deadline)
   local task_key = ctx.prefix .. 'task:' .. tid
-  local t = redis.call('HMGET', task_key, 'state', 'worker', 'lease_gen', 'attempt_id',
-    'b_worker', 'b_lease_gen', 'b_attempt_id', 'run_deadline_ms', 'b_run_deadline_ms',
-    'claimed_ms', 'b_claimed_ms', 'deadline_ms', 'b_deadline_ms', 'last_worker', 'error_kind')
-  local code, which = fence(t, wid, gen, attempt_id)
+  local t = redis.call('HMGET', task_key, unpack(RENEW_TASK))
+  local code, which = fence(task_key, t, wid, gen, attempt_id)
   if code ~= CODE.OK then
-    if t[1] == 'done' then
+    if t[RENEW_TASK.state] == 'done' then
       return false, 'superseded'
     end
-    return false, (t[14] == wid and t[15]) or 'lost'
+    return false, (t[RENEW_TASK.last_worker] == wid and t[RENEW_TASK.error_kind]) or 'lost'
   end
   if redis.call('HGET', ctx.prefix .. 'job:' .. job_of(tid), 'state') == 'cancelled' then
     return false, 'cancelled'
   end
   local backup = which == 'backup'
-  local run_deadline = tonumber(backup and t[9] or t[8]) or math.huge
+  local run_deadline = tonumber(backup and t[RENEW_TASK.b_run_deadline_ms]
+    or t[RENEW_TASK.run_deadline_ms]) or math.huge
   if run_deadline <= now then
-    time_out(ctx, tid, wid, now, backup and t[11] or t[10])
+    time_out(ctx, tid, wid, now, backup and t[RENEW_TASK.b_claimed_ms] or t[RENEW_TASK.claimed_ms])
     return false, 'timeout'
   end
   local d = math.min(deadline, run_deadline)
   redis.call('HSET', task_key, backup and 'b_deadline_ms' or 'deadline_ms', int(d))
   -- the lease set holds the earlier deadline of the task's attempts
-  redis.call('ZADD', ctx.leases, 'XX', math.min(d, tonumber(backup and t[12] or t[13]) or d), tid)
+  local other = backup and t[RENEW_TASK.deadline_ms] or t[RENEW_TASK.b_deadline_ms]
+  redis.call('ZADD', ctx.leases, 'XX', math.min(d, tonumber(other) or d), tid)
   return true
 end

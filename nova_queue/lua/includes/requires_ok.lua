@@ -9,8 +9,9 @@ local function requires_ok(text)
     return false
   end
   for _, r in ipairs(list) do
-    if type(r) ~= 'table' or type(r[1]) ~= 'string' or #r[1] > 32 or type(r[3]) ~= 'table'
-        or #r[3] < 1 or #r[3] > MAX_REQUIRES or (r[2] ~= 'in' and r[2] ~= '>=' and r[2] ~= '<=') then
+    local key, op, values = unpack(type(r) == 'table' and r or {}, 1, 3)
+    if type(key) ~= 'string' or #key > 32 or type(values) ~= 'table' or #values < 1
+        or #values > MAX_REQUIRES or (op ~= 'in' and op ~= '>=' and op ~= '<=') then
       return false
     end
   end

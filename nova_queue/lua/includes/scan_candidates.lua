@@ -1,8 +1,8 @@
 --[[ scan_candidates: up to k tasks a claim may lease. With two or more owners waiting,
   fair share decides whose (owner_jobs); else the queue order does (walk_pending). Returns
-  s: tids, tasks (each the task's {cost, oom, input, lease_gen, attempt_count, state,
-  gen_top, failed_on, oom_memory, oom_batch}), costs, jobs (job id -> consider_job's
-  fields), job (the first candidate's job id) and removed (members that left the set).
+  s: tids, tasks (each the task's CLAIM_TASK read: consider_pending), costs, jobs (job id ->
+  its CLAIM_JOB read: consider_job), job (the first candidate's job id) and removed
+  (members that left the set).
 ]]
 --- @include "owner_jobs"
 --- @include "walk_pending"

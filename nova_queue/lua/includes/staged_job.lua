@@ -6,28 +6,28 @@
 ]]
 --- @include "common"
 local function staged_job(K, a, n)
-  local j = redis.call('HMGET', K.job, 'state', 'app', 'priority', 'total', 'staged', 'seq0',
-    'owner')
-  if not j[1] then
+  local state, app, priority, total, staged, seq0, owner = unpack(redis.call('HMGET', K.job,
+    'state', 'app', 'priority', 'total', 'staged', 'seq0', 'owner'))
+  if not state then
     return nil, { CODE.UNKNOWN_JOB, a.job_id }
   end
-  if j[1] ~= 'staging' then
-    return nil, { CODE.BAD_STATE, 'job ' .. a.job_id .. ' is ' .. j[1] .. ', not staging' }
+  if state ~= 'staging' then
+    return nil, { CODE.BAD_STATE, 'job ' .. a.job_id .. ' is ' .. state .. ', not staging' }
   end
-  local app, priority = j[2], int_in(j[3], -1000, 1000)
-  local total, seq0 = int_in(j[4], 1, MAX_JOB_TASKS), int_in(j[6], 0, 2 ^ 42)
+  priority = int_in(priority, -1000, 1000)
+  total, seq0 = int_in(total, 1, MAX_JOB_TASKS), int_in(seq0, 0, 2 ^ 42)
   if not is_name(app, 64) or not priority or not total or not seq0 then
     return nil, { CODE.BAD_STATE, 'job ' .. a.job_id .. ' has invalid fields' }
   end
   if K.pending ~= a.prefix .. 'pending:' .. app then
     return nil, bad_input("KEYS[5] is not the pending set of the job's app")
   end
-  if tonumber(j[5]) ~= a.start then
+  if tonumber(staged) ~= a.start then
     return nil, { CODE.BAD_STATE, 'chunk starts at task ' .. a.start .. ' but '
-      .. tostring(j[5]) .. ' are staged' }
+      .. tostring(staged) .. ' are staged' }
   end
   if a.start + n > total then
     return nil, bad_input('more tasks than the job declares (' .. total .. ')')
   end
-  return { app = app, priority = priority, total = total, seq0 = seq0, owner = j[7] or '' }
+  return { app = app, priority = priority, total = total, seq0 = seq0, owner = owner or '' }
 end

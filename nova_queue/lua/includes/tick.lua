@@ -8,10 +8,11 @@
 --- @include "common"
 --- @include "check_protocol"
 local function tick(ctx, now, gap_ms, ttl_ms)
-  local m = redis.call('HMGET', ctx.meta, 'last_tick_ms', 'grace_until_ms', 'protocol')
-  check_protocol(ctx.meta, m[3])
-  local last = tonumber(m[1]) or 0
-  local grace = tonumber(m[2]) or 0
+  local last_tick_ms, grace_until_ms, protocol = unpack(redis.call('HMGET', ctx.meta,
+    'last_tick_ms', 'grace_until_ms', 'protocol'))
+  check_protocol(ctx.meta, protocol)
+  local last = tonumber(last_tick_ms) or 0
+  local grace = tonumber(grace_until_ms) or 0
   if last > 0 and now - last > gap_ms and now + ttl_ms > grace then
     grace = now + ttl_ms
     redis.call('HSET', ctx.meta, 'grace_until_ms', int(grace))

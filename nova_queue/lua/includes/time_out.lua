@@ -8,12 +8,12 @@
 --- @include "note_failure"
 local function time_out(ctx, tid, wid, now, claimed_ms)
   local task_key = ctx.prefix .. 'task:' .. tid
-  local t = redis.call('HMGET', task_key, 'failed_on', 'run_deadline_ms', 'b_worker',
-    'b_run_deadline_ms')
-  local limit = tonumber(t[3] == wid and t[4] or t[2]) or now
+  local failed_on, run_deadline_ms, b_worker, b_run_deadline_ms = unpack(redis.call('HMGET',
+    task_key, 'failed_on', 'run_deadline_ms', 'b_worker', 'b_run_deadline_ms'))
+  local limit = tonumber(b_worker == wid and b_run_deadline_ms or run_deadline_ms) or now
   local message = 'ran past its run-time limit of '
     .. num((limit - (int_in(claimed_ms, 0, 1e15) or now)) / 1000) .. ' s'
-  redis.call('HSET', task_key, 'failed_on', add_to_list(t[1], ident_of(wid)))
+  redis.call('HSET', task_key, 'failed_on', add_to_list(failed_on, ident_of(wid)))
   local worker_key = ctx.prefix .. 'worker:' .. wid
   local quarantined = redis.call('HGET', worker_key, 'quarantined') == '1'
   if redis.call('EXISTS', worker_key) == 1 then

@@ -9,17 +9,18 @@
 local function unfail_task(ctx, tid, now, attempts)
   local job_id = job_of(tid)
   local job_key = ctx.prefix .. 'job:' .. job_id
-  local j = redis.call('HMGET', job_key, 'app', 'state', 'priority', 'seq0', 'owner')
-  if not is_name(j[1], 64) or j[2] == 'cancelled' or j[2] == 'expired' then
+  local app, state, priority, seq0, owner = unpack(redis.call('HMGET', job_key, 'app', 'state',
+    'priority', 'seq0', 'owner'))
+  if not is_name(app, 64) or state == 'cancelled' or state == 'expired' then
     return false
   end
   redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'pending')
   redis.call('ZREM', ctx.failed, tid)
-  redis.call('ZADD', ctx.prefix .. 'pending:' .. j[1], task_score(j[3], j[4], tid), tid)
-  queue_job(ctx.prefix, job_id, j[1], j[5], j[3], j[4])
+  redis.call('ZADD', ctx.prefix .. 'pending:' .. app, task_score(priority, seq0, tid), tid)
+  queue_job(ctx.prefix, job_id, app, owner, priority, seq0)
   redis.call('HINCRBY', job_key, 'failed', -1)
   redis.call('HINCRBY', job_key, 'pending', 1)
-  if j[2] == 'done' or j[2] == 'failed' then
+  if is_finished(state) then -- done or failed: it runs again
     redis.call('HSET', job_key, 'state', 'running')
     redis.call('HDEL', job_key, 'finished_ms')
     redis.call('ZREM', ctx.finished, job_id)

@@ -23,8 +23,9 @@ local function walk_pending(ctx, K, a, me, s, now)
       local of = #tid <= 80 and job_of(tid)
       if not job_id and of then
         job_id, j = of, consider_job(ctx, s, of)
-        if visit == 1 and j[10] and j[10] ~= '' and j[10] ~= me.warm then
-          return take_jobs(ctx, K, a, me, s, prefer_model(ctx.prefix, a.app, me,
+        local model = j[CLAIM_JOB.model]
+        if visit == 1 and model and model ~= '' and model ~= me.warm then
+          return take_jobs(ctx, K, a, me, s, prefer_model(ctx.prefix, a.app, me, s,
             job_heads(ctx, K, s, 8)), now)
         end
         eligible = job_eligible(j, me)
@@ -42,7 +43,7 @@ local function walk_pending(ctx, K, a, me, s, now)
       break -- enough, or nothing left (or only what was just removed)
     end
     -- past the job's range: the score of its last task, from its (writable) fields
-    from = '(' .. task_score(j[7], j[8], job_id .. ':'
-      .. int((int_in(j[9], 1, MAX_JOB_TASKS) or 1) - 1))
+    from = '(' .. task_score(j[CLAIM_JOB.priority], j[CLAIM_JOB.seq0], job_id .. ':'
+      .. int((int_in(j[CLAIM_JOB.total], 1, MAX_JOB_TASKS) or 1) - 1))
   end
 end

@@ -1,23 +1,15 @@
---[[ write_commit: a commit that holds the lease takes effect: the task is done with its
-  result, leaves the lease set and the worker's held set, and its job counts one more done
-  task; j: the job's {state, app, total, done, failed, cancelled, finished_ms, leased} read
-  once by complete_task (nothing else touches them in between). Returns the job's new
-  done count.
+--[[ write_commit: a single commit that holds the lease takes effect: the task is done
+  (write_done), leaves the lease set and the worker's held set, and its job counts one more
+  done task and one fewer leased (in j, complete_task's COMMIT_JOB read, and in the job
+  hash: nothing else touches them in between). commit_fast is the batch's counterpart.
 ]]
---- @include "common"
+--- @include "write_done"
 local function write_commit(ctx, K, tid, j, c, now)
-  local warm = c.warm == '1'
-  if warm then
-    redis.call('HSET', K.task, 'state', 'done', 'result', c.result_key, 'finished_ms', int(now),
-      'run_s', num(c.run_s), 'warm', '1', 'meta', c.provenance)
-  else
-    redis.call('HSET', K.task, 'state', 'done', 'result', c.result_key, 'finished_ms', int(now),
-      'run_s', num(c.run_s), 'warm', '0', 'meta', c.provenance, 'cold_s', num(c.run_s))
-  end
+  write_done(K.task, c, int(now))
   redis.call('ZREM', K.leases, tid)
   redis.call('SREM', K.held, tid)
-  redis.call('HINCRBY', ctx.inflight, j[2], -1)
-  local done_n = (tonumber(j[4]) or 0) + 1
-  redis.call('HSET', K.job, 'leased', int((tonumber(j[8]) or 0) - 1), 'done', int(done_n))
-  return done_n
+  redis.call('HINCRBY', ctx.inflight, j[COMMIT_JOB.app], -1)
+  j[COMMIT_JOB.done] = int((tonumber(j[COMMIT_JOB.done]) or 0) + 1)
+  j[COMMIT_JOB.leased] = int((tonumber(j[COMMIT_JOB.leased]) or 0) - 1)
+  redis.call('HSET', K.job, 'leased', j[COMMIT_JOB.leased], 'done', j[COMMIT_JOB.done])
 end

@@ -22,28 +22,28 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
   for i = 1, grant do
     local tid, t, cost = s.tids[i], s.tasks[i], s.costs[i]
     local job_id, index = job_of(tid), index_of(tid)
-    local gen = math.max(int_in(t[4], 0, 1e15) or 0, int_in(t[7], 0, 1e15) or 0) + 1
-    local attempt = (int_in(t[5], 0, 1e15) or 0) + 1
-    local gen_s, attempt_s = int(gen), int(attempt) -- strings: Redis formats numbers slowly
+    local gen_s = int(math.max(int_in(t[CLAIM_TASK.lease_gen], 0, 1e15) or 0, -- strings:
+      int_in(t[CLAIM_TASK.gen_top], 0, 1e15) or 0) + 1) -- Redis formats numbers slowly
+    local attempt_s = int((int_in(t[CLAIM_TASK.attempt_count], 0, 1e15) or 0) + 1)
     local attempt_id, predicted = a.attempt_ids[i], t_w and (t_w * cost) or nil
     local predicted_s = predicted and num(predicted) or ''
     busy = busy + (predicted or 0)
-    if not granted[job_id] then
-      granted[job_id] = 0
+    granted[job_id] = (granted[job_id] or 0) + 1
+    if granted[job_id] == 1 then
       order[#order + 1] = job_id
     end
-    granted[job_id] = granted[job_id] + 1
-    local model = s.jobs[job_id][10]
+    local j = s.jobs[job_id]
+    local model = j[CLAIM_JOB.model]
     if model and model ~= '' and model ~= me.warm then -- it loads the model first
       busy = busy + me.load_s
       set_warm(ctx.prefix, a.app, K.worker, me.warm, model)
       me.warm = model
     end
-    local run_deadline = now + run_limit(a, s.jobs[job_id][5], granted[job_id], t_w and busy)
+    local run_deadline = now + run_limit(a, j[CLAIM_JOB.timeout_s], granted[job_id], t_w and busy)
     local deadline_s, run_deadline_s = int(math.min(now + a.ttl_ms, run_deadline)),
       int(run_deadline)
     local charged = s.fair and predicted or 0 -- fair share counts work in flight at once
-    local owner = s.jobs[job_id][11] or ''
+    local owner = j[CLAIM_JOB.owner] or ''
     charges[owner] = charged > 0 and (charges[owner] or 0) + charged or charges[owner]
     redis.call('HSET', ctx.prefix .. 'task:' .. tid, 'state', 'leased', 'lease_gen', gen_s,
       'attempt_count', attempt_s, 'worker', a.wid, 'worker_name', me.name, 'backend', me.backend,
@@ -52,8 +52,8 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
       'charged', charged > 0 and predicted_s or '0')
     scored[2 * i - 1], scored[2 * i], tids[i] = deadline_s, tid, tid
     leases[i] = { -- numbers as the strings written above (the client parses either)
-      tid = tid, job = job_id, index = index, input = t[3], cost = cost,
-      params = s.jobs[job_id][2] or '{}', lease_gen = gen_s, attempt_id = attempt_id,
+      tid = tid, job = job_id, index = index, input = t[CLAIM_TASK.input], cost = cost,
+      params = j[CLAIM_JOB.params] or '{}', lease_gen = gen_s, attempt_id = attempt_id,
       attempt = attempt_s, deadline_ms = deadline_s, predicted_s = predicted and predicted_s
       or cjson.null, run_deadline_ms = run_deadline_s,
     }
@@ -65,7 +65,7 @@ local function write_leases(ctx, K, a, me, s, grant, t_w, now)
   redis.call('ZADD', K.leases, unpack(scored))
   redis.call('SADD', K.held, unpack(tids))
   for owner, charged in pairs(charges) do -- one entry per owner of the granted tasks
-    note_usage(ctx.prefix, owner, charged, now, s.usage and s.usage[owner])
+    note_usage(ctx.prefix, owner, charged, now, s.usage)
   end
   update_job_counts(ctx.prefix, s.jobs, granted, order, now)
   redis.call('HINCRBY', ctx.inflight, a.app, int(grant))

@@ -1,0 +1,18 @@
+--[[ write_done: the one write of a committed task (complete_task's, through write_commit,
+  and commit_fast's): done, with its result, when it finished (now_s, as int() writes
+  now), its run time and whether it ran warm, and its provenance; a cold run's time also as
+  cold_s (compile/warm-up, kept apart). c: commit_argv's fields. Returns the run time as
+  written.
+]]
+--- @include "common"
+local function write_done(task_key, c, now_s)
+  local run_s = num(c.run_s)
+  if c.warm == '1' then
+    redis.call('HSET', task_key, 'state', 'done', 'result', c.result_key, 'finished_ms', now_s,
+      'run_s', run_s, 'warm', '1', 'meta', c.provenance)
+  else
+    redis.call('HSET', task_key, 'state', 'done', 'result', c.result_key, 'finished_ms', now_s,
+      'run_s', run_s, 'warm', '0', 'meta', c.provenance, 'cold_s', run_s)
+  end
+  return run_s
+end
