@@ -45,6 +45,18 @@ def scenarios(draw) -> Scenario:
 def setup(client: NovaClient, sc: Scenario) -> list[tuple]:
     """Jobs ja and jb, worker w1 holding all their tasks, and the scenario's changes; returns
     the commits to make, in order: (lease, result key, run_s, warm)."""
+    leases = claim_all(client, sc)
+    if sc.backup is not None:
+        back_up(client, leases[sc.backup])
+    change_tasks(client, sc, leases)
+    if sc.cancel_jb and len(sc.cases) > sc.split:
+        client.cancel("jb")
+    if sc.quarantined:
+        client.set_quarantine("w1", True, reason="test")
+    return commits_for(sc, leases)
+
+
+def claim_all(client: NovaClient, sc: Scenario) -> list:
     n = len(sc.cases)
     client.enqueue("synthetic", [TaskSpec(f"a{i}", 1.0) for i in range(sc.split)], job_id="ja")
     if n > sc.split:
@@ -54,12 +66,19 @@ def setup(client: NovaClient, sc: Scenario) -> list[tuple]:
     set_speed(client, "w1", "synthetic", 0.01)
     leases = client.claim("w1", "synthetic", n, attempt_ids=[f"at{i}" for i in range(n)]).leases
     assert len(leases) == n
-    if sc.backup is not None:  # long overdue: an idle, slower worker backs it up
-        client.redis.hset(client.keys.task(leases[sc.backup].task_id), "claimed_ms", 1)
-        join(client, "w2")
-        set_speed(client, "w2", "synthetic", 10.0)
-        [b] = client.claim("w2", "synthetic", attempt_ids=["bk"]).leases
-        assert b.backup and b.task_id == leases[sc.backup].task_id
+    return leases
+
+
+def back_up(client: NovaClient, lease) -> None:
+    """The task is long overdue: an idle, slower worker backs it up."""
+    client.redis.hset(client.keys.task(lease.task_id), "claimed_ms", 1)
+    join(client, "w2")
+    set_speed(client, "w2", "synthetic", 10.0)
+    [b] = client.claim("w2", "synthetic", attempt_ids=["bk"]).leases
+    assert b.backup and b.task_id == lease.task_id
+
+
+def change_tasks(client: NovaClient, sc: Scenario, leases: list) -> None:
     for lease, case in zip(leases, sc.cases, strict=True):
         if case == "blamed":  # w3 failed it before, in its current streak
             client.register_worker("w3", {"name": "w3"}, ["synthetic"])
@@ -69,12 +88,11 @@ def setup(client: NovaClient, sc: Scenario) -> list[tuple]:
         elif case == "released":  # its lease ran out and was reaped: pending again
             client.redis.zadd(client.keys.leases(), {lease.task_id: 1})
             client.redis.hset(client.keys.task(lease.task_id), "deadline_ms", 1)
-    if any(c == "released" for c in sc.cases):
+    if "released" in sc.cases:
         client.reap()
-    if sc.cancel_jb and n > sc.split:
-        client.cancel("jb")
-    if sc.quarantined:
-        client.set_quarantine("w1", True, reason="test")
+
+
+def commits_for(sc: Scenario, leases: list) -> list[tuple]:
     commits = []
     for lease, case in zip(leases, sc.cases, strict=True):
         if case == "new_gen":

@@ -88,9 +88,16 @@ def test_an_upload_is_write_once_and_its_own_retry_succeeds(direct):
 def test_waiting_for_work_ends_when_a_job_arrives(direct):
     mark = direct.event_mark()
     started = time.monotonic()
-    threading.Timer(0.3, lambda: direct.client.enqueue("synthetic", [TaskSpec("x")])).start()
-    direct.wait_for_work(mark, 20.0, threading.Event())
-    assert time.monotonic() - started < 10  # woken, not the full 20 s
+    enqueued = []
+    timer = threading.Timer(0.3, lambda: enqueued.append(
+        direct.client.enqueue("synthetic", [TaskSpec("x")])))
+    timer.start()
+    try:
+        direct.wait_for_work(mark, 20.0, threading.Event())
+        assert time.monotonic() - started < 10  # woken, not the full 20 s
+    finally:
+        timer.join(10)  # the enqueue ends inside the test, never in the next one
+    assert enqueued, "the enqueue that was to wake it did not happen"
 
 
 def test_a_gateway_links_wait_only_sleeps_what_its_long_poll_left():
