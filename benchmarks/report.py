@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import gateway as gateway_bench
+import latency
 import report_gray
 import report_placement
 import report_throughput
@@ -72,6 +73,8 @@ def _other_targets(res: dict[str, Any], add: Any) -> None:
         add(name, p, measured, met)
     for name, measured, met in gateway_bench.targets(res.get("gateway")):
         add(name, res.get("gateway"), measured, met)
+    for name, measured, met in latency.targets(res.get("latency")):
+        add(name, res.get("latency"), measured, met)
     k = res.get("soak")
     add("soak: Redis memory grows ≤ 5 % after warm-up", k,
         k and (f"{k['memory_growth_after_warmup_pct']:+.1f} % (keys "

@@ -22,9 +22,11 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewhere
     sys.path.insert(0, str(HERE))
 
-SECTIONS = ("scheduling", "throughput", "scale", "recovery", "placement", "gateway", "soak")
+SECTIONS = ("scheduling", "throughput", "latency", "scale", "recovery", "placement", "gateway",
+            "soak")
 #: Sections with a kept block of their own in BENCHMARKS.md (``--only S --docs`` writes it alone).
-BLOCKS = ("placement", "gateway", "soak")
+#: (The throughput section's real-worker figures also write a block of their own.)
+BLOCKS = ("latency", "placement", "gateway", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the chosen sections on a private redis-server; returns the results."""
     import gateway
     import gray
+    import latency
     import placement
     import recovery
     import scale
@@ -83,6 +86,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "throughput" in sections:
             results["throughput"] = throughput.run_section(server, folder, quick=args.quick,
                                                            repeats=args.repeats)
+        if "latency" in sections:
+            results["latency"] = latency.run_section(server, folder / "latency",
+                                                     samples=60 if args.quick else 200)
         if "scale" in sections:
             results["scale"] = scale.run_section(server, quick=args.quick, repeats=args.repeats)
         if "placement" in sections:
@@ -157,8 +163,16 @@ def write_docs(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 
 def _write_blocks(results: dict[str, Any], docs: Path) -> None:
-    """The sections with a block of their own in BENCHMARKS.md (placement, the gateway,
-    the soak), each kept when a later run has none."""
+    """The sections with a block of their own in BENCHMARKS.md (real workers, latency,
+    placement, the gateway, the soak), each kept when a later run has none."""
+    if "worker" in results.get("throughput", {}):
+        import report_throughput
+
+        report_throughput.write_worker_doc(results["throughput"], docs)
+    if "latency" in results:
+        import latency
+
+        latency.write_doc(results["latency"], docs)
     if "placement" in results:
         import report_placement
 

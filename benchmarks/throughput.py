@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import bullmq
+import worker_throughput
 from benchlib import evalsha_stats, log, median, per_task_scripts, redis_cpu_s, script_stats
 from fleet import start_pull_worker, stop_all
 
@@ -268,8 +269,13 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool,
         log(f"throughput: Redis cost per call, {w} registered workers")
         costs.append(redis_cost(server, w, 1000 if quick else 3000))
     floor = round_trip_floor(server, 2000 if quick else 5000)
+    log("throughput: real nova-queue worker processes, no-op app")
+    worker = worker_throughput.run(server, folder / "workers",
+                                   points=worker_throughput.QUICK_POINTS if quick
+                                   else worker_throughput.POINTS,
+                                   n_tasks=1000 if quick else 3000, repeats=repeats)
     rows = [_row(p, runs[p], bull["available"]) for p in PROCESSES]
-    return {**_summary(rows, bull), "rows": rows, "redis_cost": costs, "round_trip_floor": floor,
+    return {**_summary(rows, bull), **_worker_summary(worker, rows, bull), "rows": rows, "redis_cost": costs, "round_trip_floor": floor,
             "tasks": {"nova": n_nova, "rq": n_rq, "bullmq": n_nova}, "repeats": repeats,
             "loop": (f"claim k={BATCH_K}, then complete_batch of the leases with the next "
                      f"claim in the same call; nova_k1_*: complete_and_claim, one task per "
@@ -344,6 +350,18 @@ def _summary(rows: list[dict[str, Any]], bull: dict[str, Any]) -> dict[str, Any]
                 "bullmq_best": {"processes": top["processes"], "concurrency": c},
                 "bullmq_redis_cpu_us_per_job": top[f"bullmq_c{c}_redis_cpu_us_per_job"],
                 "nova_over_bullmq": best["nova_tasks_per_s"] / top[f"bullmq_c{c}_jobs_per_s"]})
+    return out
+
+
+def _worker_summary(worker: dict[str, Any], rows: list[dict[str, Any]],
+                    bull: dict[str, Any]) -> dict[str, Any]:
+    """The real workers' figures flat; ÷ BullMQ's best real Worker of the same run."""
+    out = {"worker": worker, "nova_worker_tasks_per_s": worker["best_tasks_per_s"],
+           "nova_worker_one_process_tasks_per_s": worker["one_process_tasks_per_s"],
+           "nova_worker_redis_cpu_us_per_task": worker["best_redis_cpu_us_per_task"]}
+    if bull["available"]:
+        best_bull = max(row[f"bullmq_c{c}_jobs_per_s"] for row in rows for c in BULL_CONCURRENCY)
+        out["nova_worker_over_bullmq"] = worker["best_tasks_per_s"] / best_bull
     return out
 
 

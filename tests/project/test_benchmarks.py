@@ -145,9 +145,12 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     # every target, as the report computes it, is in the document's table
     monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
     targets = _load("report").targets(res)
-    # the saved run predates gray failures, placement, the gateway, the soak and BullMQ
-    assert len(targets) == 22
-    assert [t["met"] for t in targets if "BullMQ" in t["target"]] == [None]  # not run
+    # the saved run predates gray failures, placement, the gateway, the soak, BullMQ, the
+    # real workers and the latency section
+    assert len(targets) == 26
+    assert [t["met"] for t in targets if "BullMQ" in t["target"]] == [None, None]  # not run
+    assert [t["met"] for t in targets if "real worker" in t["target"]] == [None, None]
+    assert [t["met"] for t in targets if "latency" in t["target"]] == [None, None]
     assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]  # not run
     assert [t["met"] for t in targets if t["target"].startswith("soak")] == [None]
     for t in targets:
@@ -257,9 +260,9 @@ def _check_bullmq_render(report, t: dict, rows: list[dict]) -> None:
     res = json.loads(saved.read_text())
     res["throughput"].update(t, rows=rows, tasks={"nova": 10, "rq": 3, "bullmq": 10})
     got = {x["target"]: (x["measured"], x["met"]) for x in report.targets(res)}
-    assert got["lifecycle throughput ≥ 1.0 × BullMQ (best ÷ best)"] == (
+    assert got["protocol loop (NovaClient, no app, no store) ≥ 1.0 × BullMQ (best ÷ best)"] == (
         "0.56 × (3500 ÷ 6200 jobs/s, BullMQ at 1 process(es), concurrency 100)", False)
-    assert got["Redis CPU ≤ 40 µs per task at nova's best configuration"] == (
+    assert got["Redis CPU ≤ 40 µs per task at the protocol loop's best configuration"] == (
         "146 µs (4 process(es); BullMQ 41 µs per job at its best)", False)
     text = report.markdown(res)
     assert "| BullMQ c=1 jobs/s | BullMQ c=100 jobs/s | nova ÷ RQ | nova ÷ BullMQ |" in text
