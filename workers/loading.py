@@ -15,6 +15,7 @@ pipeline on a slow disk). Around it (:meth:`ModelLoads.preparing`):
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import threading
 import time
@@ -31,20 +32,58 @@ log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 10.0
 
 
+class _Ticker:
+    """One daemon thread for every :func:`still_running` block of the process, started at
+    the first: a block costs a dict entry, not a thread (a worker enters one per batch it
+    prepares, hundreds a second for small tasks)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        #: token -> [app, what, started, next line due] (monotonic seconds)
+        self._blocks: dict[int, list] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, app: str, what: str) -> int:
+        now = time.monotonic()
+        with self._cond:
+            token = next(self._tokens)
+            self._blocks[token] = [app, what, now, now + PROGRESS_EVERY_S]
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="nova-progress",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+            return token
+
+    def remove(self, token: int) -> None:
+        with self._cond:
+            self._blocks.pop(token, None)  # the thread sleeps on until its next due time
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for block in self._blocks.values():
+                    app, what, started, due = block
+                    if due <= now:
+                        log.info("%s: still %s (%.0f s)", app, what, now - started)
+                        block[3] = now + PROGRESS_EVERY_S
+                due = min((b[3] for b in self._blocks.values()), default=None)
+                self._cond.wait(None if due is None else max(0.0, due - now))
+
+
+_TICKER = _Ticker()
+
+
 @contextlib.contextmanager
 def still_running(app: str, what: str) -> Iterator[None]:
     """Log ``<app>: still <what> (N s)`` every :data:`PROGRESS_EVERY_S` while the block runs."""
-    done, started = threading.Event(), time.monotonic()
-
-    def tick() -> None:
-        while not done.wait(PROGRESS_EVERY_S):
-            log.info("%s: still %s (%.0f s)", app, what, time.monotonic() - started)
-
-    threading.Thread(target=tick, name="nova-progress", daemon=True).start()
+    token = _TICKER.add(app, what)
     try:
         yield
     finally:
-        done.set()
+        _TICKER.remove(token)
 
 
 class Preparing:

@@ -73,3 +73,26 @@ def test_a_released_worker_says_it_claims_again(nova, caplog):
     with caplog.at_level(logging.INFO, logger="nova_queue.workers.claims"):
         claims.claim("synthetic")  # said once, not at every claim
     assert "no longer refused" not in caplog.text
+
+
+def test_progress_lines_take_one_thread_however_many_blocks(caplog, monkeypatch):
+    """A worker enters a prepare block per batch (hundreds a second for small tasks): the
+    blocks share one progress thread, and each still says it runs while it does."""
+    monkeypatch.setattr(loading, "PROGRESS_EVERY_S", 0.05)
+    for i in range(200):
+        with loading.still_running("synthetic", f"preparing batch {i}"):
+            pass
+    ticking = [t for t in threading.enumerate() if t.name == "nova-progress"]
+    assert len(ticking) == 1
+    with caplog.at_level(logging.INFO, logger="nova_queue.workers.loading"), \
+            loading.still_running("synthetic", "preparing the slow one"), \
+            loading.still_running("other", "loading its model"):
+        wait_for(lambda: "synthetic: still preparing the slow one" in caplog.text
+                 and "other: still loading its model" in caplog.text, timeout_s=10,
+                 message="a progress line for each block that runs")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="nova_queue.workers.loading"):
+        with loading.still_running("synthetic", "quick"):
+            pass
+        threading.Event().wait(0.2)  # an observation window of 4 intervals, not a sync
+    assert "still quick" not in caplog.text  # a finished block says nothing more
