@@ -13,6 +13,7 @@ from typing import Any
 from nova_queue import errors
 from nova_queue.limits import MAX_CLAIM_K, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, Lease
+from nova_queue.results import check_inline
 from nova_queue.worker_calls import WorkerCalls
 
 
@@ -25,6 +26,8 @@ class BatchCommit:
     run_s: float
     warm: bool
     meta: Mapping[str, Any] | None = None
+    #: the result itself when held inline (see ``complete``); empty: in the store
+    inline: bytes = b""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,9 +66,10 @@ class BatchCalls(WorkerCalls):
             if not 0 <= c.run_s <= MAX_RUN_S:  # also false for NaN
                 raise errors.InputError(f"run_s must be a number from 0 to {MAX_RUN_S}, "
                                         f"not {c.run_s!r}")
+            check_inline(c.inline)
             args += [c.lease.task_id, c.lease.lease_gen, c.lease.attempt_id, c.result_key,
                      repr(float(c.run_s)), int(c.warm), json.dumps(dict(c.meta)) if c.meta
-                     else "{}"]
+                     else "{}", c.inline]
         k_ = self.keys
         keys = [k_.worker(worker_id), k_.held(worker_id), k_.leases(), k_.alive(),
                 k_.inflight(), k_.failed(), k_.finished(), k_.events()]

@@ -23,6 +23,7 @@ SINGLETONS = frozenset({"jobs", "staging", "leases", "inflight", "seq", "apps", 
                         "alive", "meta", "events", "usage", "shares", "tokens"})
 _SHAPES = [
     ("task", re.compile(r"^task:([A-Za-z0-9_-]{1,64}):(\d{1,12})$")),
+    ("inline", re.compile(r"^inline:([A-Za-z0-9_-]{1,64}):(\d{1,12})$")),  # small results
     ("job", re.compile(r"^job:([A-Za-z0-9_-]{1,64})$")),
     ("stage", re.compile(r"^stage:([A-Za-z0-9_-]{1,64})$")),
     ("pending", re.compile(r"^pending:([A-Za-z0-9_.-]{1,64})$")),
@@ -79,7 +80,7 @@ def scan_keys(r: redis.Redis, keys: Keyspace) -> KeyScan:
 def _add(out: KeyScan, kind: str, m: re.Match[str]) -> None:
     if kind == "task":
         out.task_keys[m.group(1)] += 1
-    elif kind not in ("web", "placement", "gateway"):
+    elif kind not in ("web", "placement", "gateway", "inline"):
         {"job": out.jobs, "stage": out.stages, "pending": out.pending_apps,
          "worker": out.workers, "held": out.held, "app": out.app_sets}[kind].add(m.group(1))
 

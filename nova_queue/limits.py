@@ -35,6 +35,8 @@ MAX_INPUT_BYTES = 65_536
 MAX_PARAMS_BYTES = 65_536
 #: JSON objects from callers: worker fields, benchmarks, provenance metadata.
 MAX_META_BYTES = 65_536
+#: A result held inline in its task's hash (``NOVA_INLINE_RESULT_BYTES`` at most this).
+MAX_INLINE_BYTES = 65_536
 #: Short texts: an error message, a job name (bytes).
 MAX_TEXT_BYTES = 8192
 #: A worker's ``cannot_run`` marks (app + model it could not prepare), and one's reason (bytes).

@@ -14,8 +14,10 @@ Versions: 1 was round 1; 2 was round 2 (it changed the argument layouts of sever
 releases before protocol checks, up to 0.1.0 without this module, speak 2 but do not check
 it); 3 is this release: a job whose every task failed ends ``failed`` (2 knew ``done`` and
 ``cancelled`` only: its retention sweep, retry, purge, waits and post-worker would mishandle
-one), a task's ``failed_on`` lists worker identities, and the event stream holds packed
-entries (``claimed_many``, ``completed_many``) that readers of 2 do not unpack.
+one), a task's ``failed_on`` lists worker identities, the event stream holds packed
+entries (``claimed_many``, ``completed_many``) that readers of 2 do not unpack, and a
+small result may be held in Redis (``inline:<task>``) rather than the store, which readers
+of 2 would not find.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nova_queue.errors import ConfigError
 from nova_queue.keys import check_namespace
-from nova_queue.limits import DEFAULT_RETENTION_S, MAX_RETENTION_S
+from nova_queue.limits import DEFAULT_RETENTION_S, MAX_INLINE_BYTES, MAX_RETENTION_S
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 #: Largest prompts input ``enqueue`` reads by default (64 MiB).
@@ -34,6 +34,11 @@ class Settings:
     #: Result store URL: ``file:///abs/path`` or ``s3://bucket/prefix``. Env ``NOVA_STORE_URL``.
     #: Empty means ``file://<home>/.nova/results``.
     store_url: str = ""
+    #: Results of at most this many bytes are held in Redis (written by the commit, deleted
+    #: with their task) instead of the store: a small task then costs no store round trip.
+    #: The default keeps return values (text, JSON) in Redis and files (images) in the
+    #: store. 0: every result goes to the store. 0..65536. Env ``NOVA_INLINE_RESULT_BYTES``.
+    inline_result_bytes: int = 1024
     #: Folder for ``.nova/node.json`` and the default file store. Env ``NOVA_HOME``.
     home: str = "."
     #: How often a worker renews its heartbeat and leases. Env ``NOVA_HEARTBEAT_INTERVAL_S``.
@@ -184,6 +189,8 @@ class Settings:
             raise ConfigError("cannot-run mark time must be from 1 to 86400 s")
         if not 0 <= self.job_retention_s <= MAX_RETENTION_S:
             raise ConfigError(f"job retention must be from 0 to {MAX_RETENTION_S} s")
+        if not 0 <= self.inline_result_bytes <= MAX_INLINE_BYTES:
+            raise ConfigError(f"inline result bytes must be from 0 to {MAX_INLINE_BYTES}")
 
     def _check_quarantine(self) -> None:
         if not 1 <= self.quarantine_after <= 1000 or not 0 <= self.quarantine_fast_fails <= 1000:

@@ -19,6 +19,7 @@ from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
 from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_COOLDOWN_S, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.placement import Requirement, labels_from_json, meets, unmet
+from nova_queue.results import check_inline
 from nova_queue.settings import Settings
 
 #: Most lost workers and most expired leases one call reaps (each kind; the scripts cap it
@@ -178,30 +179,36 @@ class WorkerCalls:
                            reasons=dict(zip(lost, reasons)))
 
     def _commit_args(self, worker_id: str, lease: Lease, result_key: str, run_s: float,
-                     warm: bool, meta: Mapping[str, Any] | None) -> list[Any]:
-        """complete-11's ARGV (also complete_claim-15's ARGV[1..13])."""
+                     warm: bool, meta: Mapping[str, Any] | None, inline: bytes) -> list[Any]:
+        """complete-11's ARGV (also complete_claim-15's ARGV[1..14])."""
         if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
             raise errors.InputError(f"run_s must be a number from 0 to {MAX_RUN_S}, not {run_s!r}")
+        check_inline(inline)
         st = self.settings
         return [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
                 result_key, repr(float(run_s)), int(warm), st.ema_alpha,
                 self._maxlen, json.dumps(dict(meta)) if meta else "{}", st.quarantine_after,
-                int(st.quarantine_cooldown_s * 1000)]
+                int(st.quarantine_cooldown_s * 1000), inline]
 
     def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
-                 warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
-        """Commit a result; raises StaleResultError if the lease is no longer current."""
+                 warm: bool, meta: Mapping[str, Any] | None = None,
+                 inline: bytes = b"") -> CompleteResult:
+        """Commit a result; raises StaleResultError if the lease is no longer current.
+        ``inline``: the result itself, held in the task's hash instead of the store (1 to
+        ``MAX_INLINE_BYTES`` bytes; the store then holds nothing under ``result_key``);
+        empty: the store holds it."""
         k = self.keys
         code, finished = self._call(
             "complete",
             [k.task(lease.task_id), k.job(lease.job_id), *self._commit_keys(worker_id, lease.app)],
-            self._commit_args(worker_id, lease, result_key, run_s, warm, meta))
+            self._commit_args(worker_id, lease, result_key, run_s, warm, meta, inline))
         code = int(code)
         errors.raise_for_code(code, task_id=lease.task_id)
         return CompleteResult(job_finished=bool(int(finished)), replayed=code == errors.ALREADY)
 
     def complete_and_claim(self, worker_id: str, lease: Lease, result_key: str, *,
                            run_s: float, warm: bool, meta: Mapping[str, Any] | None = None,
+                           inline: bytes = b"",
                            app: str | None = None, k: int = 1,
                            attempt_ids: Sequence[str] | None = None,
                            ) -> tuple[CompleteResult, ClaimResult | None]:
@@ -220,7 +227,7 @@ class WorkerCalls:
             "complete_claim",
             [keys.task(lease.task_id), keys.job(lease.job_id),
              *self._commit_keys(worker_id, lease.app), *self._next_claim_keys(app)],
-            [*self._commit_args(worker_id, lease, result_key, run_s, warm, meta),
+            [*self._commit_args(worker_id, lease, result_key, run_s, warm, meta, inline),
              *claim.argv()])
         code = int(res[0])
         errors.raise_for_code(code, task_id=lease.task_id)

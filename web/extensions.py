@@ -14,6 +14,7 @@ from flask_sock import Sock
 from nova_queue import protocol
 from nova_queue.client import NovaClient
 from nova_queue.connection import connect
+from nova_queue.results import Results
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 
@@ -30,7 +31,8 @@ class NovaState:
                  store: ResultStore | None = None):
         self.settings = settings
         self.client = client or NovaClient.from_settings(settings)
-        self._store = store
+        self._store = None if store is None else Results(self.client.redis, self.client.keys,
+                                                         store)
         self._live: NovaClient | None = None
         self._lock = threading.Lock()
         self._protocol_ok_at: float | None = None
@@ -47,12 +49,15 @@ class NovaState:
             return self._live
 
     @property
-    def store(self) -> ResultStore:
-        """The result store; opened lazily so the web app starts even while S3 is down."""
+    def store(self) -> Results:
+        """The results, in Redis (small ones) or the store (nova_queue/results.py); the
+        store is opened lazily so the web app starts even while S3 is down."""
+        client = self.client
         with self._lock:
             if self._store is None:
-                self._store = open_store(self.settings.resolved_store_url,
-                                         public_endpoint=self.settings.s3_public_endpoint)
+                self._store = Results(client.redis, client.keys,
+                                      open_store(self.settings.resolved_store_url,
+                                                 public_endpoint=self.settings.s3_public_endpoint))
             return self._store
 
     def check_protocol(self) -> None:

@@ -48,13 +48,15 @@ class Commit:
 
 @dataclasses.dataclass(frozen=True)
 class Ready:
-    """An uploaded result waiting for its commit."""
+    """A result waiting for its commit: uploaded under ``key``, or carried ``inline`` (a
+    small one: the commit writes it to Redis; nothing is uploaded under ``key``)."""
 
     lease: Lease
     key: str
     run_s: float
     warm: bool
     meta: dict[str, str]
+    inline: bytes = b""
 
 
 class Committer:
@@ -70,11 +72,11 @@ class Committer:
         def send() -> Commit:
             if plan is None:
                 self.client.complete(self.worker_id, r.lease, r.key, run_s=r.run_s,
-                                     warm=r.warm, meta=r.meta)
+                                     warm=r.warm, meta=r.meta, inline=r.inline)
                 return Commit("committed")
             _, claimed = self.client.complete_and_claim(
                 self.worker_id, r.lease, r.key, run_s=r.run_s, warm=r.warm, meta=r.meta,
-                app=plan.app, attempt_ids=plan.attempt_ids)
+                inline=r.inline, app=plan.app, attempt_ids=plan.attempt_ids)
             # claimed is None when the worker is not registered: the next claim says so
             return Commit("committed", claimed=claimed)
 
@@ -90,7 +92,7 @@ class Committer:
         one Commit per result, the claim's answer with the last."""
         def send() -> list[Commit]:
             res = self.client.complete_batch(
-                self.worker_id, [BatchCommit(r.lease, r.key, r.run_s, r.warm, r.meta)
+                self.worker_id, [BatchCommit(r.lease, r.key, r.run_s, r.warm, r.meta, r.inline)
                                  for r in ready],
                 app=plan.app if plan else None, k=len(plan.attempt_ids) if plan else 1,
                 attempt_ids=plan.attempt_ids if plan else None)

@@ -65,6 +65,8 @@ class GatewayLink:
                                      "http:// on a trusted network)")
         self.url = url
         self.settings = settings
+        #: every result goes up with its commit's request (the gateway stores it): none inline
+        self.inline_limit = 0
         #: requests to the gateway (one session per thread), its answers as errors
         self.http = GatewayHTTP(url, settings)
         #: the largest result the gateway accepts, and whether it takes batched commits
@@ -155,18 +157,21 @@ class GatewayLink:
         return wire.renew_from_json(self.http.post("/v1/renew", body))
 
     def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
-                 warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
+                 warm: bool, meta: Mapping[str, Any] | None = None,
+                 inline: bytes = b"") -> CompleteResult:
         """Commit a result the gateway stored; StaleResultError if the lease is not current."""
+        _no_inline(inline)
         res = self._send_commit(self._commit_body(lease, result_key, run_s, warm, meta))
         return CompleteResult(job_finished=bool(res["job_finished"]),
                               replayed=bool(res["replayed"]))
 
     def complete_and_claim(self, worker_id: str, lease: Lease, result_key: str, *,
                            run_s: float, warm: bool, meta: Mapping[str, Any] | None = None,
-                           app: str | None = None, k: int = 1,
+                           inline: bytes = b"", app: str | None = None, k: int = 1,
                            attempt_ids: Sequence[str] | None = None,
                            ) -> tuple[CompleteResult, ClaimResult | None]:
         """``complete`` and the next claim in one request (one script at the gateway)."""
+        _no_inline(inline)
         body = self._commit_body(lease, result_key, run_s, warm, meta)
         body["next"] = {"app": app or lease.app, "attempt_ids": _attempt_ids(attempt_ids, k)}
         res = self._send_commit(body)
@@ -328,3 +333,10 @@ def _attempt_ids(attempt_ids: Sequence[str] | None, k: int) -> list[str]:
 
 def _fence(lease: Lease) -> dict[str, Any]:
     return {name: getattr(lease, name) for name in wire.FENCE_FIELDS}
+
+
+def _no_inline(inline: bytes) -> None:
+    """The link's :attr:`inline_limit` is 0: a caller never hands it an inline result."""
+    if inline:
+        raise ValueError("a gateway link carries results with their commit requests, "
+                         "never inline")

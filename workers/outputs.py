@@ -145,15 +145,22 @@ class Run:
 
     # ---- a result: upload, hold, commit, settle ---------------------------------------------
     def _finish(self, lease: Lease, output: TaskOutput, run_s: float, warm: bool) -> None:
-        """Upload the result and hold it for the run's next commit call."""
+        """Upload the result (or keep a small one to carry inline) and hold it for the run's
+        next commit call."""
         if self._lost(lease):
             return
-        key = self._upload(lease, output)
-        if key is None:
-            return  # reported as failed
+        inline = b""
+        if 0 < len(output.data) <= self.transport.inline_limit:
+            inline = bytes(output.data)
+            key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id,
+                             output.extension)
+        else:
+            key = self._upload(lease, output)
+            if key is None:
+                return  # reported as failed
         if not self.ready:
             self.ready_since = time.perf_counter()
-        self.ready.append(Ready(lease, key, run_s, warm, self._provenance(output)))
+        self.ready.append(Ready(lease, key, run_s, warm, self._provenance(output), inline))
         if len(self.ready) >= MAX_CLAIM_K:
             self.flush(last=False)
 
@@ -228,11 +235,14 @@ class Run:
             if plan is not None and commit.claimed is not None:
                 self.outcome.claimed = (plan.app, commit.claimed)
         elif commit.state in ("stale", "refused"):
-            log.warning("%s; deleting orphan %s", commit.error, r.key)
-            try:
-                self.transport.discard(r.key)
-            except StoreError as exc:
-                log.warning("could not delete orphan %s: %s", r.key, exc)
+            if r.inline:  # refused before its write: nothing of it was kept
+                log.warning("%s", commit.error)
+            else:
+                log.warning("%s; deleting orphan %s", commit.error, r.key)
+                try:
+                    self.transport.discard(r.key)
+                except StoreError as exc:
+                    log.warning("could not delete orphan %s: %s", r.key, exc)
             if commit.state == "stale":
                 self.outcome.stale += 1
             else:

@@ -87,14 +87,19 @@ class WorkerTransport(Protocol):
         """Heartbeat: extend held leases; report lost ones."""
         ...
 
+    #: The largest result a commit may carry itself (held in Redis, not uploaded); 0: none.
+    inline_limit: int
+
     def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
-                 warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
-        """Commit one uploaded result; StaleResultError if the lease is not current."""
+                 warm: bool, meta: Mapping[str, Any] | None = None,
+                 inline: bytes = b"") -> CompleteResult:
+        """Commit one result, uploaded under ``result_key`` or carried ``inline`` (1 to
+        :attr:`inline_limit` bytes); StaleResultError if the lease is not current."""
         ...
 
     def complete_and_claim(self, worker_id: str, lease: Lease, result_key: str, *,
                            run_s: float, warm: bool, meta: Mapping[str, Any] | None = None,
-                           app: str | None = None, k: int = 1,
+                           inline: bytes = b"", app: str | None = None, k: int = 1,
                            attempt_ids: Sequence[str] | None = None,
                            ) -> tuple[CompleteResult, ClaimResult | None]:
         """``complete``, then ``claim`` in the same round trip."""
@@ -103,7 +108,8 @@ class WorkerTransport(Protocol):
     def complete_batch(self, worker_id: str, commits: Sequence[BatchCommit], *,
                        app: str | None = None, k: int = 1,
                        attempt_ids: Sequence[str] | None = None) -> BatchResult:
-        """Commit up to 64 uploaded results, each fenced and answered on its own; with
+        """Commit up to 64 results (uploaded, or inline as ``complete``'s), each fenced and
+        answered on its own; with
         ``app``, then claim in the same round trip."""
         ...
 
@@ -144,6 +150,7 @@ class DirectTransport:
         self.client = client
         self.settings = settings
         self.store = store
+        self.inline_limit = settings.inline_result_bytes
 
     # ---- joining ----------------------------------------------------------------------------
     def hello(self, stop: threading.Event) -> Hello | None:
@@ -182,18 +189,19 @@ class DirectTransport:
         return self.client.renew(worker_id, leases)
 
     def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
-                 warm: bool, meta: Mapping[str, Any] | None = None) -> CompleteResult:
+                 warm: bool, meta: Mapping[str, Any] | None = None,
+                 inline: bytes = b"") -> CompleteResult:
         return self.client.complete(worker_id, lease, result_key, run_s=run_s, warm=warm,
-                                    meta=meta)
+                                    meta=meta, inline=inline)
 
     def complete_and_claim(self, worker_id: str, lease: Lease, result_key: str, *,
                            run_s: float, warm: bool, meta: Mapping[str, Any] | None = None,
-                           app: str | None = None, k: int = 1,
+                           inline: bytes = b"", app: str | None = None, k: int = 1,
                            attempt_ids: Sequence[str] | None = None,
                            ) -> tuple[CompleteResult, ClaimResult | None]:
         return self.client.complete_and_claim(worker_id, lease, result_key, run_s=run_s,
-                                              warm=warm, meta=meta, app=app, k=k,
-                                              attempt_ids=attempt_ids)
+                                              warm=warm, meta=meta, inline=inline, app=app,
+                                              k=k, attempt_ids=attempt_ids)
 
     def complete_batch(self, worker_id: str, commits: Sequence[BatchCommit], *,
                        app: str | None = None, k: int = 1,

@@ -52,10 +52,13 @@ def results(ctx: Context, job_id: str, out_dir: str) -> None:
     Artifacts (manifest.json, contact-sheet.png, JOB.zip) exist once a running
     'nova-queue post-worker' has built them for the finished job.
     """
-    st = ctx.client().job(job_id)
+    from nova_queue.results import Results
+
+    client = ctx.client()
+    st = client.job(job_id)
     out = Path(out_dir)
     try:
-        got = download(ctx.store(), st, out)
+        got = download(Results(client.redis, client.keys, ctx.store()), st, out)
     except OSError as exc:
         raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
     for index in got.rejected:

@@ -12,6 +12,8 @@ script. A commit the scripts refuse deletes only its own result (if this worker 
 script checks them all before it writes) deletes what it wrote for each, and the worker's
 link commits them one at a time. A commit that held without being held at the check (a
 retry after a lost reply) has its result written after the script, as with one commit.
+A small result (``NOVA_INLINE_RESULT_BYTES``, nova_queue/results.py) is not stored at all:
+the commit carries it, and the script writes it to Redis only if the fence holds.
 """
 
 from __future__ import annotations
@@ -57,7 +59,10 @@ def complete() -> Any:
     caller = authenticate(task_id=upload.task_hint())
     state = gateway_state()
     call = checked_commit(caller, upload.commit())
-    upload.data(state.settings.gateway_max_result_bytes)  # 413 before anything is written
+    data = upload.data(state.settings.gateway_max_result_bytes)  # 413 before any write
+    if _inline(state, data):  # held in Redis by the commit itself: nothing to store or clean
+        done, claimed = _commit(caller, call, data)
+        return _answer(done, claimed)
     lease, key = call.lease, call.key
     held = results.holds(state, caller, lease)
     if held:
@@ -70,6 +75,16 @@ def complete() -> Any:
         raise
     if not held:  # it was claimed between the check and the script: write it now
         results.store_upload(state, caller, lease, key, upload)
+    return _answer(done, claimed)
+
+
+def _inline(state, data: bytes) -> bool:
+    """Whether a result is small enough to be held in Redis (``NOVA_INLINE_RESULT_BYTES``
+    of the gateway's settings; nova_queue/results.py) rather than the store."""
+    return 0 < len(data) <= state.settings.inline_result_bytes
+
+
+def _answer(done, claimed) -> Any:
     return jsonify({"job_finished": done.job_finished, "replayed": done.replayed,
                     "claimed": wire.claim_to_json(claimed) if claimed is not None else None})
 
@@ -101,16 +116,17 @@ def _next_claim(caller: Caller, nxt: object) -> tuple[str, list[str]] | None:
     return registered_app(caller, nxt.get("app")), attempt_ids(nxt.get("attempt_ids"))
 
 
-def _commit(caller: Caller, call: CheckedCommit):
-    """complete, or complete_and_claim with ``next``: (CompleteResult, ClaimResult|None)."""
+def _commit(caller: Caller, call: CheckedCommit, inline: bytes = b""):
+    """complete, or complete_and_claim with ``next``: (CompleteResult, ClaimResult|None);
+    ``inline``: the result itself, held in Redis (else it is in the store under the key)."""
     client = gateway_state().client
     if call.next is not None:
         app, ids = call.next
         return client.complete_and_claim(caller.worker_id, call.lease, call.key,
                                          run_s=call.run_s, warm=call.warm, meta=call.meta,
-                                         app=app, attempt_ids=ids)
+                                         inline=inline, app=app, attempt_ids=ids)
     return client.complete(caller.worker_id, call.lease, call.key, run_s=call.run_s,
-                           warm=call.warm, meta=call.meta), None
+                           warm=call.warm, meta=call.meta, inline=inline), None
 
 
 @bp.post("/complete_batch")
@@ -127,26 +143,37 @@ def complete_batch() -> Any:
     if any(call.next is not None for call in calls):
         raise errors.InputError("complete_batch: the batch's 'next' claims, not a commit's")
     after = _next_claim(caller, nxt)
-    held = results.holders(state, caller, [call.lease for call in calls])
-    for call, item, h in zip(calls, items, held, strict=True):
+    inline = [item.data if _inline(state, item.data) else b"" for item in items]
+    # a result held in Redis is written by its commit: "stored" is what this request wrote
+    stored = [h and not small for h, small in zip(
+        results.holders(state, caller, [call.lease for call in calls]), inline, strict=True)]
+    for call, item, h in zip(calls, items, stored, strict=True):
         if h:
             results.store_result(state, caller, call.lease, call.key, item.data,
                                  item.content_type, item.metadata)
     try:
         res = state.client.complete_batch(
-            caller.worker_id, [BatchCommit(c.lease, c.key, c.run_s, c.warm, c.meta)
-                               for c in calls],
+            caller.worker_id, [BatchCommit(c.lease, c.key, c.run_s, c.warm, c.meta, small)
+                               for c, small in zip(calls, inline, strict=True)],
             app=after[0] if after else None, attempt_ids=after[1] if after else None)
     except errors.COMMIT_REFUSALS:  # refused whole: nothing committed
-        for call, h in zip(calls, held, strict=True):
+        for call, h in zip(calls, stored, strict=True):
             if h:
                 results.delete_orphan(state, caller, call.key)
         raise
-    for call, item, h, answer in zip(calls, items, held, res.results, strict=True):
-        if h and isinstance(answer, errors.COMMIT_REFUSALS):
-            results.delete_orphan(state, caller, call.key)
-        elif not h and not isinstance(answer, errors.NovaError):  # held after the check
-            results.store_result(state, caller, call.lease, call.key, item.data,
-                                 item.content_type, item.metadata)
+    _settle_batch(state, caller, calls, items, stored, inline, res.results)
     return jsonify({"results": [wire.commit_answer_to_json(a) for a in res.results],
                     "claimed": None if res.claimed is None else wire.claim_to_json(res.claimed)})
+
+
+def _settle_batch(state, caller: Caller, calls: list[CheckedCommit], items: list,
+                  stored: list[bool], inline: list[bytes], answers: list) -> None:
+    """After the script: a refused commit's stored result is deleted; one committed though
+    not held at the check (a retry after a lost reply) has its result stored now (one held
+    in Redis was written by the script)."""
+    for call, item, h, small, answer in zip(calls, items, stored, inline, answers, strict=True):
+        if h and isinstance(answer, errors.COMMIT_REFUSALS):
+            results.delete_orphan(state, caller, call.key)
+        elif not h and not small and not isinstance(answer, errors.NovaError):
+            results.store_result(state, caller, call.lease, call.key, item.data,
+                                 item.content_type, item.metadata)

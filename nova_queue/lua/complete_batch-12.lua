@@ -30,9 +30,10 @@
   ARGV[5]  quarantine after (1..1000), ARGV[6] quarantine cool-down (ms): as complete-11's
            ARGV[9], ARGV[10], ARGV[12], ARGV[13]
   ARGV[7]  n: commits in this call (1..64)
-  ARGV[8..7+7n]  per commit: task id, lease_gen, attempt id, result key, run time (s), warm
-           ("1"/"0"), provenance: as complete-11's ARGV[3..8] and ARGV[11]
-  then, optional (from c = 8+7n): the claim's arguments, as claim-12's ARGV[4..]
+  ARGV[8..7+8n]  per commit: task id, lease_gen, attempt id, result key, run time (s), warm
+           ("1"/"0"), provenance, inline result ("": in the store): as complete-11's
+           ARGV[3..8], ARGV[11] and ARGV[14]
+  then, optional (from c = 8+8n): the claim's arguments, as claim-12's ARGV[4..]
   (claim_argv): ARGV[c] app to claim for ("" or absent: no claim), ARGV[c+1] k (1..64),
   ARGV[c+2] lease TTL (ms), ARGV[c+3] gap (ms), ARGV[c+4] reap limit, ARGV[c+5] run-time
   limit floor (ms), ARGV[c+6] its factor, ARGV[c+7..] k to 64 attempt ids (a retry whose

@@ -21,13 +21,13 @@
 
   ARGV[1]  key prefix ("nova:{ns}:")
   ARGV[2]  worker id
-  ARGV[3..13]  as complete-11's ARGV[3..13]: task id, lease_gen, attempt_id, result key,
+  ARGV[3..14]  as complete-11's ARGV[3..14]: task id, lease_gen, attempt_id, result key,
            run time (s), warm ("1"/"0"), moving-average weight, events MAXLEN, provenance,
-           quarantine after, quarantine cool-down (ms)
-  ARGV[14..] the claim's arguments, as claim-12's ARGV[4..] (claim_argv): ARGV[14] app to
-           claim for, ARGV[15] k (1..64), ARGV[16] lease TTL (ms), ARGV[17] gap (ms),
-           ARGV[18] reap limit (0..256), ARGV[19] run-time limit floor (ms), ARGV[20] its
-           factor, ARGV[21..] k to 64 fresh random attempt ids, one per task (a retry whose
+           quarantine after, quarantine cool-down (ms), inline result ("": in the store)
+  ARGV[15..] the claim's arguments, as claim-12's ARGV[4..] (claim_argv): ARGV[15] app to
+           claim for, ARGV[16] k (1..64), ARGV[17] lease TTL (ms), ARGV[18] gap (ms),
+           ARGV[19] reap limit (0..256), ARGV[20] run-time limit floor (ms), ARGV[21] its
+           factor, ARGV[22..] k to 64 fresh random attempt ids, one per task (a retry whose
            reply was lost sends the same ids and gets the same commit answer and the same
            leases back)
 
@@ -47,7 +47,7 @@
 --- @include "claim_tasks"
 
 local commit = commit_argv(ARGV)
-local claim = claim_argv(ARGV, 14, commit.prefix, commit.wid, commit.maxlen)
+local claim = claim_argv(ARGV, 15, commit.prefix, commit.wid, commit.maxlen)
 if #claim.attempt_ids > MAX_CLAIM_K then
   return bad_input('at most ' .. MAX_CLAIM_K .. ' attempt ids')
 end

@@ -37,6 +37,7 @@ from nova_queue.client import NovaClient
 from nova_queue.errors import ConfigError, NovaError
 from nova_queue.post.artifacts import build_artifacts
 from nova_queue.post.queue import enqueue_once, queue_name, rq_connection, webhook_job_id
+from nova_queue.results import Results
 from nova_queue.settings import Settings
 from nova_queue.stores import ArtifactKeys, ResultStore, open_store
 
@@ -67,10 +68,12 @@ class PostContext:
 
     @property
     def store(self) -> ResultStore:
-        """The result store, opened on first use."""
+        """The results, in Redis (small ones) or the store (nova_queue/results.py), opened on
+        first use."""
         if self._store is None:
-            self._store = open_store(self.settings.resolved_store_url,
-                                     public_endpoint=self.settings.s3_public_endpoint)
+            self._store = Results(self.client.redis, self.client.keys,  # type: ignore[assignment]
+                                  open_store(self.settings.resolved_store_url,
+                                             public_endpoint=self.settings.s3_public_endpoint))
         return self._store
 
 

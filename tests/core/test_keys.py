@@ -13,6 +13,7 @@ K = Keyspace("ns1")
 BUILT = {
     "nova:{ns}:job:<job>": K.job("J"),
     "nova:{ns}:task:<job>:<index>": K.task(task_id("J", 7)),
+    "nova:{ns}:inline:<job>:<index>": K.inline(task_id("J", 7)),
     "nova:{ns}:jobs": K.jobs(),
     "nova:{ns}:staging": K.staging(),
     "nova:{ns}:stage:<job>": K.stage("J"),

@@ -155,6 +155,7 @@ def test_python_limits_equal_the_lua_limits():
     for name in ("MAX_CLAIM_K", "MAX_RENEW_LEASES", "MAX_APPS", "MAX_CHUNK", "MAX_VISIT",
                  "MAX_REAP", "MAX_JOB_TASKS", "MAX_ATTEMPTS", "MAX_TTL_MS", "MAX_EVENTS_MAXLEN",
                  "MAX_RUN_S", "MAX_INPUT_BYTES", "MAX_PARAMS_BYTES", "MAX_META_BYTES",
+                 "MAX_INLINE_BYTES",
                  "MAX_TEXT_BYTES", "MIN_COST", "MAX_COST", "MAX_CANNOT_RUN", "MAX_REASON_BYTES",
                  "MAX_MARKS_BYTES"):
         assert lua[name] == getattr(limits, name), name
@@ -299,7 +300,7 @@ def test_complete_claim_with_a_huge_argv(nova, meter):
             *nova._commit_keys("w", "synthetic"), *[claim_keys(nova, "w")[i] for i in (0, 3, 4, 10)]]
     key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g1-{lease.attempt_id}.png"
     commit = [nova.prefix, "w", lease.task_id, 1, lease.attempt_id, key, 0.1, 1, 0.3, 1000, "{}",
-              3, 300_000]
+              3, 300_000, ""]
     argv = [*commit, "synthetic", 1, 10_000, 5_000, 100, 120_000, 10,
             *[f"i{i}" for i in range(20_000)]]
     _, inner = assert_bounded(meter, lambda: call(nova, "complete_claim", keys, argv),
@@ -320,7 +321,7 @@ def test_complete_batch_with_a_huge_argv_or_count(nova, meter):
             *nova._next_claim_keys("synthetic")]
     key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g1-{lease.attempt_id}.png"
     head = [nova.prefix, "w", 0.3, 1000, 3, 300_000]
-    one = [lease.task_id, 1, lease.attempt_id, key, 0.1, 1, "{}"]
+    one = [lease.task_id, 1, lease.attempt_id, key, 0.1, 1, "{}", ""]
     for n in (BIG, limits.MAX_CLAIM_K + 1, 2, 0):  # past the cap, past what ARGV holds
         argv = [*head, n, *one]
         _, inner = assert_bounded(meter, lambda a=argv: call(nova, "complete_batch", keys, a),
@@ -378,7 +379,7 @@ def test_complete_and_fail_with_forged_fields(nova, meter):
     keys = [k(nova).task(b.task_id), k(nova).job(b.job_id), *nova._commit_keys("w", "synthetic")]
     res, _ = assert_bounded(meter, lambda: call(nova, "complete", keys, [
         nova.prefix, "w", b.task_id, b.lease_gen, b.attempt_id, key, 0.5, 1, 0.3, 1000, "{}",
-        3, 300_000]))
+        3, 300_000, ""]))
     assert res[0] == 0 and float(r.hget(k(nova).worker("w"), "ema:synthetic")) == 0.5
 
 
@@ -529,7 +530,7 @@ def test_quarantine_blame_and_refunds_with_forged_lists(nova, meter):
              *nova._commit_keys("c", "synthetic")]
     res, _ = assert_bounded(meter, lambda: call(nova, "complete", ckeys, [
         nova.prefix, "c", lease.task_id, lease.lease_gen, lease.attempt_id, key, 0.5, 1, 0.3,
-        1000, "{}", 1, 60_000]), expect_bad=False)
+        1000, "{}", 1, 60_000, ""]), expect_bad=False)
     assert res[0] == 0
     # a forged failed_on makes left_to_others weigh at most MAX_LISTED ids per candidate
     r.hset(k(nova).task(f"{job}:1"), "failed_on", "c," + forged_wids)

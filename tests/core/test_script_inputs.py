@@ -29,12 +29,12 @@ def leased(nova, wid="victim", n=2):
 
 
 def commit_raw(nova, wid, lease, key, run_s="1.0", warm="1", alpha="0.3", maxlen="1000",
-               meta="{}"):
+               meta="{}", inline=""):
     """complete-11 as any EVALSHA caller sends it: no client-side checks."""
     keys = [nova.keys.task(lease.task_id), nova.keys.job(lease.job_id),
             *nova._commit_keys(wid, lease.app)]
     args = [nova.prefix, wid, lease.task_id, lease.lease_gen, lease.attempt_id, key, run_s,
-            warm, alpha, maxlen, meta, 3, 300_000]
+            warm, alpha, maxlen, meta, 3, 300_000, inline]
     return nova.scripts.call("complete", keys, args)
 
 

@@ -20,6 +20,7 @@ import pytest
 from novatests.cli import nova_env, process_env, run_cli
 
 from nova_queue import NovaClient
+from nova_queue.results import Results
 from nova_queue.stores import open_store
 
 pytestmark = pytest.mark.slow
@@ -152,15 +153,22 @@ def test_third_party_apps_through_entry_points_end_to_end(site, redis_url, names
                       "--name", "w-third"], env, timeout_s=120)
     assert worker.returncode == 0, worker.stdout + worker.stderr
     store = open_store(env["NOVA_STORE_URL"])
+    held = Results(nova.redis, nova.keys, store)
 
     def results(job: str) -> list[bytes]:
         st = nova.job(job)
         assert st.state == "done" and st.done == st.total, st
-        return [store.get(t.result).data for t in st.tasks]
+        return [held.get(t.result).data for t in st.tasks]
 
     assert results(cli_job) == [b"alpha+ by w-third", b"beta+ by w-third"]
     assert results(seen["legacy"]) == [b"from the web? by w-third"]
     assert results(seen["split"]) == [b"QUIET", b"WHISPER"]
+    # return values this small were held in Redis by their commits: the store has none
+    assert list(store.list("jobs/")) == []
+    out = run_cli(["results", cli_job, "--out", str(tmp_path / "got")], env)
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.read_bytes() for p in (tmp_path / "got").iterdir()) == [
+        b"alpha+ by w-third", b"beta+ by w-third"]
     (w,) = nova.workers()
     assert sorted(w.apps) == ["legacy-echo", "split-shout"]
     # both startup benchmarks ran through the runner half

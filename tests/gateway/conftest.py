@@ -18,10 +18,13 @@ from nova_queue.web.app import make_web_server
 
 @pytest.fixture
 def gw_settings(redis_url: str, namespace: str, tmp_path: Path) -> Settings:
-    """The gateway's settings: the test's namespace, a file store, short leases."""
+    """The gateway's settings: the test's namespace, a file store, short leases; every
+    result goes to the store (the tests send tiny ones and check the store's writes and
+    clean-ups; results held in Redis: test_gateway_inline.py)."""
     return Settings(redis_url=redis_url, namespace=namespace,
                     store_url=(tmp_path / "store").as_uri(), lease_ttl_s=4.0,
-                    heartbeat_interval_s=0.5, gateway_rate_per_min=10_000)
+                    heartbeat_interval_s=0.5, gateway_rate_per_min=10_000,
+                    inline_result_bytes=0)
 
 
 @pytest.fixture

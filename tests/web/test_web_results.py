@@ -37,6 +37,22 @@ def test_result_image_served_inline_with_cache_headers(client, done_job):
     assert again.headers["Cache-Control"] == "public, max-age=31536000, immutable"
 
 
+def test_a_result_held_in_redis_is_served_and_shown_like_a_stored_one(client, nova, store):
+    job = enqueue(nova, ["small"])
+    w = StandInWorker(nova, store, "w1")
+    [lease] = w.claim()
+    key = w.finish(lease, inline=True)
+    assert store.head(key) is None  # not in the store: in Redis
+    resp = client.get(f"/results/{key}")
+    assert resp.status_code == 200 and resp.mimetype == "image/png"
+    assert Image.open(io.BytesIO(resp.data)).size == (64, 64)
+    assert resp.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    page = client.get(f"/jobs/{job}/tasks/0")
+    assert page.status_code == 200 and b"inline (Redis)" in page.data
+    # an older attempt's key for the same task is not served from Redis
+    assert client.get(f"/results/{key.replace('-g1-', '-g9-')}").status_code == 404
+
+
 @pytest.mark.parametrize("path", [
     "/results/../etc/passwd",
     "/results/..%2f..%2fetc%2fpasswd",

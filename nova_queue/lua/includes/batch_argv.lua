@@ -8,7 +8,7 @@
 --- @include "claim_argv"
 local function batch_argv(A)
   local n = int_in(A[7], 1, MAX_CLAIM_K)
-  if not n or #A < 7 + 7 * n then
+  if not n or #A < 7 + 8 * n then
     return nil
   end
   local prefix, wid = A[1], A[2]
@@ -17,15 +17,15 @@ local function batch_argv(A)
   local cooldown = int_in(A[6], 1, MAX_COOLDOWN_MS)
   local commits = {}
   for i = 0, n - 1 do
-    local b = 8 + 7 * i
+    local b = 8 + 8 * i
     commits[i + 1] = {
       prefix = prefix, wid = wid, tid = A[b], gen = A[b + 1], attempt_id = A[b + 2],
       result_key = A[b + 3], run_s = num_in(A[b + 4], 0, MAX_RUN_S), warm = A[b + 5],
-      provenance = A[b + 6], alpha = alpha, maxlen = maxlen, quarantine_after = after,
-      cooldown_ms = cooldown,
+      provenance = A[b + 6], inline = A[b + 7], alpha = alpha, maxlen = maxlen,
+      quarantine_after = after, cooldown_ms = cooldown,
     }
   end
-  local at = 8 + 7 * n
+  local at = 8 + 8 * n
   if not A[at] or A[at] == '' then
     return commits, nil
   end

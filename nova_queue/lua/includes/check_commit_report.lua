@@ -1,7 +1,7 @@
 --[[ check_commit_report: what is wrong with the lease holder's report (checked after the
   fence, before anything is written), or nil: the result key names this very lease
   (nova_queue/keys.py, result_key), the numbers are in range, the provenance is a JSON
-  object. c: commit_argv's fields.
+  object, an inline result is a string of at most MAX_INLINE_BYTES. c: commit_argv's fields.
 ]]
 --- @include "common"
 local function check_commit_report(c, job_id, index)
@@ -21,6 +21,9 @@ local function check_commit_report(c, job_id, index)
   local meta = c.provenance
   if type(meta) ~= 'string' or #meta > MAX_META_BYTES or string.sub(meta, 1, 1) ~= '{' then
     return 'provenance must be a JSON object of at most ' .. MAX_META_BYTES .. ' bytes'
+  end
+  if type(c.inline) ~= 'string' or #c.inline > MAX_INLINE_BYTES then
+    return 'an inline result must be at most ' .. MAX_INLINE_BYTES .. ' bytes'
   end
   return nil
 end

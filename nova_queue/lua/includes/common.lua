@@ -29,6 +29,7 @@ local MIN_SPEED, MAX_SPEED = 1e-12, 1e12      -- seconds per cost unit
 local MAX_INPUT_BYTES = 65536      -- task input
 local MAX_PARAMS_BYTES = 65536     -- job params (JSON)
 local MAX_META_BYTES = 65536       -- JSON objects from callers (fields, benchmarks, provenance)
+local MAX_INLINE_BYTES = 65536     -- a result held in its task's hash instead of the store
 local MAX_TEXT_BYTES = 8192        -- short texts (an error message, a job name)
 local MAX_FIELDS = 64              -- worker fields at register
 local MAX_OOM_BYTES = 4096         -- a task's list of workers that ran out of memory on it

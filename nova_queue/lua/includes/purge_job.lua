@@ -5,7 +5,9 @@
   owner's queue of its app, and the owner out of the app's owners when that queue is left
   empty) and marks it 'expired'; deleted tasks leave `failed`. The last call deletes the job hash and its
   retention entry, leaves a tombstone in `expired` (readers say "expired", or "purged" for a
-  score that ends in PURGED_MARK, not "unknown") and emits job_expired. Results in the store are not touched. why: 'retention' | 'purge'.
+  score that ends in PURGED_MARK, not "unknown") and emits job_expired. A task's inline
+  result (inline:<task id>) goes with it; results in the store are not touched.
+  why: 'retention' | 'purge'.
   ctx fields used: prefix, jobs, finished, failed, expiring, expired, events, maxlen.
   Returns tasks deleted, done (true when nothing of the job is left).
 ]]
@@ -30,9 +32,10 @@ local function purge_job(ctx, job_id, now, budget, why)
     end
   end
   local task_prefix = ctx.prefix .. 'task:' .. job_id .. ':'
+  local inline_prefix = ctx.prefix .. 'inline:' .. job_id .. ':'
   local tids, missing = {}, false
   while #tids < budget do
-    if redis.call('DEL', task_prefix .. index) == 0 then
+    if redis.call('DEL', task_prefix .. index, inline_prefix .. index) == 0 then
       missing = true
       break
     end

@@ -79,8 +79,9 @@ class StandInWorker:
         return self.nova.claim(self.wid, "synthetic", k).leases
 
     def finish(self, lease: Lease, *, warm: bool = True, meta: dict[str, str] | None = None,
-               run_s: float = 0.05) -> str:
-        """Run the task, put its PNG in the store, commit it; returns the result key."""
+               run_s: float = 0.05, inline: bool = False) -> str:
+        """Run the task, put its PNG in the store (``inline``: carry it in the commit, held in
+        Redis), commit it; returns the result key."""
         params = self.app.spec.parse_params(lease.params)
         [out] = self.app.runner.run_batch([TaskInput(
             task_id=lease.task_id, job_id=lease.job_id, index=lease.index, input=lease.input,
@@ -88,10 +89,13 @@ class StandInWorker:
             attempt_id=lease.attempt_id)])
         key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id,
                          out.extension)
-        self.store.put(key, out.data, out.content_type, {"job": lease.job_id,
-                                                        "backend": self.backend})
-        provenance = {"backend": self.backend, "worker": self.name, **(meta or {})}
-        self.nova.complete(self.wid, lease, key, run_s=run_s, warm=warm, meta=provenance)
+        if not inline:
+            self.store.put(key, out.data, out.content_type, {"job": lease.job_id,
+                                                            "backend": self.backend})
+        provenance = {"backend": self.backend, "worker": self.name,
+                      "content_type": out.content_type, **(meta or {})}
+        self.nova.complete(self.wid, lease, key, run_s=run_s, warm=warm, meta=provenance,
+                           inline=out.data if inline else b"")
         return key
 
     def run_all(self, limit: int = 1000) -> int:

@@ -159,8 +159,13 @@ def _completed(eid: str, tid: str, f: dict[str, str], t: _Task, verdict: Verdict
 def check(nova, jobs: Sequence[str], *, store: Any = None, accepted: Iterable[Accepted] = (),
           expect: str = "terminal") -> Verdict:
     """Check every task of ``jobs``: ``expect`` is ``terminal`` (done/failed/cancelled) or
-    ``done``. ``store``: also check that each done task's result object exists."""
+    ``done``. ``store``: also check that each done task's result exists (in the store, or
+    held in Redis for a small one: nova_queue/results.py)."""
+    from nova_queue.results import Results
+
     verdict = Verdict()
+    if store is not None:
+        store = Results(nova.redis, nova.keys, store)
     events = read_events(nova)
     enqueued = {f.get("job") for _, f in events if f.get("type") == "enqueued"}
     missing = [j for j in jobs if j not in enqueued]
@@ -210,7 +215,7 @@ def _check_task(verdict: Verdict, tid: str, info: Any, hist: _Task, *, expect: s
                                     f"task ({info.worker_id}, {info.lease_gen})")
         if store is not None and store.head(info.result) is None:
             verdict.lost += 1
-            verdict.problems.append(f"{tid}: result {info.result} missing from store")
+            verdict.problems.append(f"{tid}: result {info.result} missing (store and Redis)")
 
 
 def _check_accepted(verdict: Verdict, accepted: Iterable[Accepted], wanted: set[str],
