@@ -84,10 +84,10 @@ def _op(client: Any, op: tuple[str, ...], mode: str) -> str:
         return "loaded the scripts"
     head = [client.prefix, client.settings.events_maxlen, mode]
     if op[0] != "recount":
-        return str(client._call("repair", _repair_keys(client), [*head, *op])[1])
+        return str(client.caller.run("repair", _repair_keys(client), [*head, *op])[1])
     nxt, counts = 0, [0, 0, 0, 0, 0]
     while True:  # a job of more than 2,000 tasks is counted in several calls
-        res = client._call("repair", _repair_keys(client), [*head, *op, nxt, *counts])
+        res = client.caller.run("repair", _repair_keys(client), [*head, *op, nxt, *counts])
         nxt, counts = int(res[2]), [int(c) for c in res[3:8]]
         if nxt < 0:
             return str(res[1])
