@@ -1,5 +1,5 @@
 """Operating a long-running pool (admin): ``purge`` finished jobs from Redis now, ``doctor``
-checks (and repairs) a namespace's invariants (``nova_queue/doctor.py``)."""
+checks (and repairs) a namespace's invariants (``nova_queue/doctor/``)."""
 
 from __future__ import annotations
 
