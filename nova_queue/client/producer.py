@@ -117,7 +117,7 @@ class Producer(Part):
         # a large job into a busy queue is published 2,000 tasks per call
         while int(res[2]) > 0:
             res = self.caller.run("enqueue", keys, [self.prefix, job_id, 0, 1, "", n_tasks,
-                                               self.maxlen])
+                                                    self.maxlen])
             errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
 
     @staticmethod
@@ -148,8 +148,9 @@ class Producer(Part):
         k = self.keys
         try:
             while True:
-                code, left = self.caller.run("abort", [k.job(job_id), k.staging(), k.stage(job_id),
-                                                  k.meta()], [self.prefix, job_id, MAX_VISIT])
+                code, left = self.caller.run(
+                    "abort", [k.job(job_id), k.staging(), k.stage(job_id), k.meta()],
+                    [self.prefix, job_id, MAX_VISIT])
                 if code != 0 or int(left) == 0:
                     return
         except redis.RedisError:
@@ -179,7 +180,8 @@ class Producer(Part):
         if app is None:
             raise errors.TaskNotFoundError(f"unknown task {tid}")
         k = self.keys
-        res = self.caller.run("retry", [k.task(tid), k.job(job_id), k.pending(app), k.failed(),
-                                   k.finished(), k.events(), k.meta()],
-                         [self.prefix, tid, self.maxlen])
+        res = self.caller.run(
+            "retry", [k.task(tid), k.job(job_id), k.pending(app), k.failed(), k.finished(),
+                      k.events(), k.meta()],
+            [self.prefix, tid, self.maxlen])
         errors.raise_for_code(int(res[0]), task_id=tid, detail=str(res[1]) if len(res) > 1 else "")

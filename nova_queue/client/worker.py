@@ -125,7 +125,7 @@ class WorkerCalls(Part):
         """Lease up to ``k`` tasks of ``app`` (1..64), or learn when to ask again."""
         args = self.claim_args(app, k, attempt_ids)
         res = self.caller.run("claim", self.claim_keys(worker_id, app),
-                         [self.prefix, worker_id, self.maxlen, *args.argv()])
+                              [self.prefix, worker_id, self.maxlen, *args.argv()])
         return self.claim_result(app, int(res[0]), int(res[1]), res[2], *res[3:4])
 
     @staticmethod
