@@ -75,9 +75,9 @@ def _leases(c: NovaClient, n: int = 300) -> list[Any]:
 def _commit_all(c: NovaClient, script: Any, leases: list[Any]) -> None:
     for lease in leases:
         keys = [c.keys.task(lease.task_id), c.keys.job(lease.job_id),
-                *c._commit_keys("w", "synthetic")]
+                *c.worker.commit_keys("w", "synthetic")]
         key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
-        reply = script(keys=keys, args=c._commit_args("w", lease, key, 0.01, True, None))
+        reply = script(keys=keys, args=c.worker.commit_args("w", lease, key, 0.01, True, None))
         assert reply[0] == 0 and reply[1] == 1, reply  # committed, and finished its job
 
 
@@ -93,8 +93,8 @@ def main() -> None:
         renew = ([k.worker("w"), k.leases(), k.alive(), k.inflight(), k.failed(),
                   k.finished(), k.meta(), k.events()],
                  [c.prefix, "w", c.settings.lease_ttl_ms, 5_000, 1000, 100])
-        claim = (c._worker_keys("w", "synthetic"),
-                 [c.prefix, "w", 1000, *c._claim_args("synthetic", 1, ["a1"]).argv()])
+        claim = (c.worker.claim_keys("w", "synthetic"),
+                 [c.prefix, "w", 1000, *c.worker.claim_args("synthetic", 1, ["a1"]).argv()])
 
         def calls(keys_args: tuple[list[str], list[Any]]) -> Callable[[Any, Any], None]:
             return lambda s, _: [s(keys=keys_args[0], args=keys_args[1]) for _ in range(2000)]

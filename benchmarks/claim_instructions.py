@@ -136,7 +136,7 @@ def complete(client: NovaClient, calls: int) -> Any:
 def batch(client: NovaClient, calls: int) -> Any:
     """``complete_batch`` of 64 leases per call (no claim), as a worker of small tasks,
     of 4 workers (a fleet of 100 would not lease 64 at a time from this queue)."""
-    from nova_queue.batch_calls import BatchCommit
+    from nova_queue.client import BatchCommit
 
     _workers(client, n=4)  # a fleet of 4: each claim of 64 takes the fast path
     client.enqueue(APP, [TaskSpec(f"t{i}", 1.0) for i in range(64 * (calls + 8))], owner="one")

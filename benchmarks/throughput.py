@@ -26,7 +26,7 @@ from benchlib import evalsha_stats, log, median, per_task_scripts, redis_cpu_s, 
 from fleet import start_pull_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.keys import result_key
 from nova_queue.local import RedisServer, wait_for
 

@@ -164,7 +164,7 @@ class Settings:
         if self.heartbeat_interval_s <= 0 or self.lease_ttl_s <= 0:
             raise ConfigError("heartbeat interval and lease TTL must be positive")
         # a holder renews at most one interval late and one more after an outage; the
-        # grace trigger (WorkerCalls._gap_ms in worker_calls.py) must fire before that can
+        # grace trigger (WorkerCalls.gap_ms in client/worker.py) must fire before that can
         # expire a live lease
         if self.lease_ttl_s < 4 * self.heartbeat_interval_s:
             raise ConfigError(

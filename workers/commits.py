@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.errors import AccessDeniedError, InputError, StaleResultError, TaskNotFoundError
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.workers.claims import NextClaim

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nova_queue import __version__, dist, errors, protocol, wire
-from nova_queue.batch_calls import BatchCommit, BatchResult
+from nova_queue.client import BatchCommit, BatchResult
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.settings import Settings

@@ -23,8 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from nova_queue import protocol, wake
-from nova_queue.batch_calls import BatchCommit, BatchResult
-from nova_queue.client import NovaClient
+from nova_queue.client import BatchCommit, BatchResult, NovaClient
 from nova_queue.errors import ObjectExistsError
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.settings import Settings

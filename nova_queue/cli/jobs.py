@@ -17,13 +17,13 @@ from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import Duration, parse_pairs
 from nova_queue.cli.text import safe_json, short, visible
 from nova_queue.cli.wait import StoppedWaiting, stopped_line, summary, wait_for_job
+from nova_queue.client.worker import STAGING_ABANDONED_MS
 from nova_queue.connection import redact_url
 from nova_queue.errors import JobNotFoundError
 from nova_queue.limits import MAX_RETENTION_S
 from nova_queue.models import JobStatus, TaskSpec
 from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
-from nova_queue.worker_calls import STAGING_ABANDONED_MS
 
 
 # long: one decorator per option of the command (its body is 23 lines)

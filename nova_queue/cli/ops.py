@@ -1,5 +1,5 @@
 """Operating a long-running pool (admin): ``purge`` finished jobs from Redis now, ``doctor``
-checks (and repairs) a namespace's invariants (``nova_queue/doctor.py``)."""
+checks (and repairs) a namespace's invariants (``nova_queue/doctor/``)."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def _purge_one(client, store, job_id: str, *, skip: bool = False) -> dict[str, o
     """Redis first (it refuses a job that runs), then the store. With ``skip`` (jobs found
     by age), a job Redis refuses (gone meanwhile, or not finished after all: its fields
     were forged) is reported and skipped (None), not the end of the purge."""
-    from nova_queue.retention import delete_results
+    from nova_queue.client.retention import delete_results
 
     try:
         tasks = client.purge(job_id)

@@ -25,7 +25,7 @@ from typing import Any
 from flask import Blueprint, jsonify
 
 from nova_queue import errors, wire
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.gateway import results
 from nova_queue.gateway.auth import Caller, authenticate
 from nova_queue.gateway.routes import attempt_ids, gateway_state, registered_app

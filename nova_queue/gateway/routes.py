@@ -1,5 +1,5 @@
 """The worker protocol over HTTP: ``POST /v1/<call>`` with a JSON body, each call one of the
-direct worker's (``nova_queue.worker_calls``) made as the token's worker.
+direct worker's (``nova_queue.client.worker``) made as the token's worker.
 
 The gateway, not the worker, decides who is calling: ``hello`` gives the token's process a
 worker id (``<token name>.<12 hex>``; the token's previous process is deregistered, its

@@ -126,7 +126,7 @@ def test_job_end_to_end_on_a_redis_cluster(cluster, namespace, tmp_path, record)
 def test_a_batched_commit_and_its_claim_on_a_redis_cluster(cluster, namespace):
     """complete_batch builds the committed tasks' and jobs' keys from the prefix: they share
     the namespace's slot, so the script runs on a cluster."""
-    from nova_queue.batch_calls import BatchCommit
+    from nova_queue.client import BatchCommit
 
     nova = chaos_client(cluster.url(), f"{namespace}-batch")
     try:

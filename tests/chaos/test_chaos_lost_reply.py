@@ -16,7 +16,7 @@ from novatests.chaos.history import Accepted, check, invariants
 from novatests.chaos.proxy import CutProxy
 
 from nova_queue import TaskSpec
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.errors import StaleResultError
 from nova_queue.keys import result_key
 from nova_queue.local import wait_for

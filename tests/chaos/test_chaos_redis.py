@@ -158,7 +158,7 @@ def test_outage_shorter_than_the_gap_keeps_on_schedule_holders(redis_url, namesp
     except ConfigError:
         return  # fixed by refusing such settings: nothing left to show
     ttl, hb, gap = (nova.settings.lease_ttl_ms, nova.settings.heartbeat_interval_ms,
-                    nova._gap_ms)
+                    nova.worker.gap_ms)
     job = nova.enqueue("synthetic", [TaskSpec("held", 1.0)])
     nova.register_worker("holder", {"name": "holder"}, ["synthetic"])
     nova.register_worker("other", {"name": "other"}, ["synthetic"])

@@ -328,9 +328,9 @@ def test_a_worker_credential_cannot_freeze_redis_with_forged_counts(acl_redis, n
         worker.redis.hset(k.job(job), "total", 10**12)  # the worker role may HSET
         keys = [k.job(job), k.pending("synthetic"), k.finished(), k.events(), k.meta()]
         with pytest.raises(InputError, match="count"):
-            worker._call("cancel", keys, [worker.prefix, job, 0, 10**12, 1000])
+            worker.caller.run("cancel", keys, [worker.prefix, job, 0, 10**12, 1000])
         root.config_resetstat()
-        assert worker._call("cancel", keys, [worker.prefix, job, 0, 2000, 1000]) == [0, -1]
+        assert worker.caller.run("cancel", keys, [worker.prefix, job, 0, 2000, 1000]) == [0, -1]
         stats = root.info("commandstats")
         inner = sum(v["calls"] for name, v in stats.items()
                     if name not in ("cmdstat_evalsha", "cmdstat_config", "cmdstat_info"))

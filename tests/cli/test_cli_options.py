@@ -126,8 +126,8 @@ def test_log_level_after_the_command_in_a_real_process(redis_url, namespace, tmp
     loud = run_cli(["enqueue", str(path), "--app", "synthetic", "--log-level", "DEBUG"], env)
     assert quiet.returncode == loud.returncode == 0, (quiet.stderr, loud.stderr)
     assert "enqueued job" not in quiet.stderr
-    assert f"DEBUG nova_queue.client: enqueued job {loud.stdout.strip()}: 1 synthetic tasks" in (
-        loud.stderr)
+    assert (f"DEBUG nova_queue.client.producer: enqueued job {loud.stdout.strip()}: "
+            "1 synthetic tasks") in loud.stderr
     before = run_cli(["--log-level", "DEBUG", "enqueue", str(path), "--app", "synthetic",
                       "--log-level", "WARNING"], env)
     assert before.returncode == 0 and "enqueued job" not in before.stderr

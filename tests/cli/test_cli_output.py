@@ -14,9 +14,9 @@ from novatests.seed import FORGED_VALUES, expire_worker, forge_fields
 
 from nova_queue.cli.text import UNSAFE, safe_json, visible
 from nova_queue.cli.wait import LINE_EVERY_S, LINE_MIN_S, _Lines, summary
+from nova_queue.client.worker import STAGING_ABANDONED_MS
 from nova_queue.errors import JobNotFoundError
 from nova_queue.models import TaskSpec
-from nova_queue.worker_calls import STAGING_ABANDONED_MS
 
 #: OSC retitle, CSI clear screen, an 8-bit CSI (C1), DEL and a right-to-left override.
 EVIL = "a\x1b]0;pwned\x07b\x1b[2Jc\x9b31md\x7fe\u202ef"

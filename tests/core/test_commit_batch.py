@@ -7,7 +7,7 @@ from novatests.leases import events, join, rkey, setup_job, task_hash, worker_ha
 from novatests.seed import expire_lease, set_speed
 
 from nova_queue import NovaClient
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.errors import InputError, JobCancelledError, StaleResultError
 from nova_queue.models import CompleteResult
 
@@ -134,8 +134,8 @@ def test_a_malformed_commit_refuses_the_whole_batch_before_writing(nova, forge):
             leases[2], task_id="x}:evil:1"))
     before = {x.task_id: task_hash(nova, x.task_id) for x in leases}
     if forge == "run_s":
-        args = nova._call  # the client checks run_s itself; send the script a bad one
-        nova._call = lambda name, keys, a: args(name, keys, [*a[:11], "-1", *a[12:]])
+        run = nova.caller.run  # the client checks run_s itself; send the script a bad one
+        nova.caller.run = lambda name, keys, a: run(name, keys, [*a[:11], "-1", *a[12:]])
     with pytest.raises(InputError):
         nova.complete_batch("w1", commits)
     assert {x.task_id: task_hash(nova, x.task_id) for x in leases} == before

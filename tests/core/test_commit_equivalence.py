@@ -17,7 +17,7 @@ from novatests.leases import join, rkey
 from novatests.seed import set_speed
 
 from nova_queue import NovaClient, TaskSpec
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.errors import NovaError
 
 CASES = ["plain", "cold", "released", "new_gen", "new_attempt", "replay", "unknown", "blamed"]

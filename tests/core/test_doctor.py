@@ -12,7 +12,7 @@ from novatests.leases import join, rkey, setup_job
 from novatests.seed import expire_worker
 
 from nova_queue import NovaClient, TaskSpec, doctor, shares
-from nova_queue.doctor_checks import Finding
+from nova_queue.doctor import Finding
 from nova_queue.local import RedisServer
 
 
@@ -169,7 +169,7 @@ def test_orphans_are_reported_not_deleted(nova):
 def test_a_finding_that_no_longer_holds_is_not_reported(nova):
     p = pool(nova)
     stale = Finding("placement", "task seemed misplaced", repair=("task", p["lease"].task_id))
-    assert doctor._confirm(nova, [stale]) == []
+    assert doctor.confirm(nova, [stale]) == []
 
 
 def test_another_protocol_is_a_problem_and_nothing_else_is_judged(nova):

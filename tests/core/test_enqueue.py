@@ -119,7 +119,7 @@ def test_bad_cost_in_a_later_chunk_leaves_nothing_behind(nova):
                                      [nova.prefix, job, 0, 1, "", 1, 1000, "b", "1", "c", "-2"])
     assert code == -9 and "task 2" in detail
     assert nova.redis.hget(k.job(job), "staged") == "1"  # the chunk wrote nothing
-    nova._abort(job)
+    nova.producer.abort(job)
     assert [key for key in ns_keys(nova) if f":{job}" in key] == []
     assert nova.redis.zcard(k.staging()) == 0
 

@@ -9,7 +9,7 @@ from novatests.leases import join, rkey, setup_job
 from novatests.seed import expire_lease, set_speed
 
 from nova_queue import limits
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client.batch import BatchCommit
 from nova_queue.errors import InputError, ObjectNotFoundError, StaleResultError
 from nova_queue.results import Results, task_of
 from nova_queue.stores import open_store
@@ -101,7 +101,7 @@ def test_an_inline_result_past_the_cap_is_refused_and_nothing_is_written(nova):
         nova.complete("w1", lease, rkey(lease), run_s=0.5, warm=True, inline=big)
     # a caller without the client's check (any EVALSHA caller) is refused by the script
     keys = [nova.keys.task(lease.task_id), nova.keys.job(lease.job_id),
-            *nova._commit_keys("w1", "synthetic")]
+            *nova.worker.commit_keys("w1", "synthetic")]
     args = [nova.prefix, "w1", lease.task_id, lease.lease_gen, lease.attempt_id, rkey(lease),
             "0.5", "1", "0.3", "1000", "{}", 3, 300_000, big]
     code, why = nova.scripts.call("complete", keys, args)

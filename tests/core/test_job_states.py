@@ -10,7 +10,7 @@ from novatests.leases import commit, events, join, rkey, setup_job
 from novatests.seed import finished_long_ago
 
 from nova_queue import NovaClient, doctor
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.errors import InvalidStateError, JobExpiredError
 
 

@@ -6,7 +6,7 @@ import pytest
 from novatests.leases import join, rkey, setup_job, task_hash
 from novatests.seed import expire_lease, set_speed
 
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.events import EVENT_TYPES, entry_events, unpack
 
 

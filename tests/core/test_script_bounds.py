@@ -133,7 +133,7 @@ def fill_zset(r, key, n, member, score):
 
 
 def claim_keys(nova, wid, app="synthetic"):
-    return nova._worker_keys(wid, app)
+    return nova.worker.claim_keys(wid, app)
 
 
 def claim_args(nova, wid, k=1, app="synthetic", ids=None):
@@ -297,7 +297,7 @@ def test_complete_claim_with_a_huge_argv(nova, meter):
     nova.register_worker("w", {"name": "w"}, ["synthetic"])
     [lease] = nova.claim("w", "synthetic").leases
     keys = [k(nova).task(lease.task_id), k(nova).job(lease.job_id),
-            *nova._commit_keys("w", "synthetic"), *[claim_keys(nova, "w")[i] for i in (0, 3, 4, 10)]]
+            *nova.worker.commit_keys("w", "synthetic"), *[claim_keys(nova, "w")[i] for i in (0, 3, 4, 10)]]
     key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g1-{lease.attempt_id}.png"
     commit = [nova.prefix, "w", lease.task_id, 1, lease.attempt_id, key, 0.1, 1, 0.3, 1000, "{}",
               3, 300_000, ""]
@@ -318,7 +318,7 @@ def test_complete_batch_with_a_huge_argv_or_count(nova, meter):
     [lease] = nova.claim("w", "synthetic").leases
     keys = [k(nova).worker("w"), k(nova).held("w"), k(nova).leases(), k(nova).alive(),
             k(nova).inflight(), k(nova).failed(), k(nova).finished(), k(nova).events(),
-            *nova._next_claim_keys("synthetic")]
+            *nova.worker.next_claim_keys("synthetic")]
     key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g1-{lease.attempt_id}.png"
     head = [nova.prefix, "w", 0.3, 1000, 3, 300_000]
     one = [lease.task_id, 1, lease.attempt_id, key, 0.1, 1, "{}", ""]
@@ -376,7 +376,7 @@ def test_complete_and_fail_with_forged_fields(nova, meter):
     assert len(r.hget(k(nova).task(a.task_id), "oom")) == 65_536  # past the cap: not grown
     r.hset(k(nova).worker("w"), mapping={"ema:synthetic": "nan", "tasks_done": "1e308"})
     key = f"jobs/{b.job_id}/results/{b.index:05d}-g{b.lease_gen}-{b.attempt_id}.png"
-    keys = [k(nova).task(b.task_id), k(nova).job(b.job_id), *nova._commit_keys("w", "synthetic")]
+    keys = [k(nova).task(b.task_id), k(nova).job(b.job_id), *nova.worker.commit_keys("w", "synthetic")]
     res, _ = assert_bounded(meter, lambda: call(nova, "complete", keys, [
         nova.prefix, "w", b.task_id, b.lease_gen, b.attempt_id, key, 0.5, 1, 0.3, 1000, "{}",
         3, 300_000, ""]))
@@ -527,7 +527,7 @@ def test_quarantine_blame_and_refunds_with_forged_lists(nova, meter):
     r.hset(k(nova).task(lease.task_id), "failed_on", forged_wids)
     key = f"jobs/{lease.job_id}/results/{lease.index:05d}-g{lease.lease_gen}-{lease.attempt_id}.png"
     ckeys = [k(nova).task(lease.task_id), k(nova).job(lease.job_id),
-             *nova._commit_keys("c", "synthetic")]
+             *nova.worker.commit_keys("c", "synthetic")]
     res, _ = assert_bounded(meter, lambda: call(nova, "complete", ckeys, [
         nova.prefix, "c", lease.task_id, lease.lease_gen, lease.attempt_id, key, 0.5, 1, 0.3,
         1000, "{}", 1, 60_000, ""]), expect_bad=False)

@@ -32,7 +32,7 @@ def commit_raw(nova, wid, lease, key, run_s="1.0", warm="1", alpha="0.3", maxlen
                meta="{}", inline=""):
     """complete-11 as any EVALSHA caller sends it: no client-side checks."""
     keys = [nova.keys.task(lease.task_id), nova.keys.job(lease.job_id),
-            *nova._commit_keys(wid, lease.app)]
+            *nova.worker.commit_keys(wid, lease.app)]
     args = [nova.prefix, wid, lease.task_id, lease.lease_gen, lease.attempt_id, key, run_s,
             warm, alpha, maxlen, meta, 3, 300_000, inline]
     return nova.scripts.call("complete", keys, args)
@@ -127,7 +127,7 @@ def claim_raw(nova, **overrides):
     args.update(overrides)
     claim = ClaimArgs("synthetic", args["k"], args["ttl"], args["gap"], args["limit"], 120_000,
                       "10", args["ids"])
-    return nova.scripts.call("claim", nova._worker_keys("w", "synthetic"),
+    return nova.scripts.call("claim", nova.worker.claim_keys("w", "synthetic"),
                              [nova.prefix, "w", args["maxlen"], *claim.argv()])
 
 
@@ -165,7 +165,7 @@ def test_scripts_check_their_keys(nova, redis_url):
         assert res[0] == BAD_INPUT and "KEYS" in res[1]
         # complete: KEYS[1] and KEYS[2] must be the reported task's and its job's
         keys = [nova.keys.task(f"{lease.job_id}:1"), nova.keys.job(lease.job_id),
-                *nova._commit_keys("w", "synthetic")]
+                *nova.worker.commit_keys("w", "synthetic")]
         res = nova.scripts.call("complete", keys, [
             nova.prefix, "w", lease.task_id, lease.lease_gen, lease.attempt_id, rkey(lease),
             "1.0", "1", "0.3", "1000", "{}", "3", "300000"])

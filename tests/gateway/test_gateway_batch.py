@@ -20,7 +20,7 @@ from novatests.gateway import auth, gateway_worker, join
 from novatests.seed import set_speed
 
 from nova_queue import Settings, TaskSpec, wire
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.errors import JobCancelledError
 from nova_queue.keys import result_key
 from nova_queue.limits import MAX_CLAIM_K

@@ -5,7 +5,8 @@
   outside the transport and the link, and no result store of its own (a store whose reads
   always refuse was the gateway worker's);
 - the runtime's modules use one another through public names only (the task slots once
-  called the executor's ``_lost``, ``_take_result`` and ``_flush``);
+  called the executor's ``_lost``, ``_take_result`` and ``_flush``), and so do the client's
+  parts and the doctor (which once ran its scripts through the client's private ``_call``);
 - the commit's wire names (content type and headers) are defined once, in
   ``nova_queue/wire.py``, and every other module reads them there (no copies, no aliases).
 """
@@ -88,6 +89,12 @@ def private_uses(path: Path, tree: ast.AST) -> list[str]:
 
 def test_the_runtime_uses_no_private_name_of_another_object():
     assert [f for path, tree in _trees(RUNTIME) for f in private_uses(path, tree)] == []
+
+
+def test_the_clients_parts_and_the_doctor_use_no_private_name_of_another_object():
+    trees = _trees(ROOT / "nova_queue" / "client") + _trees(ROOT / "nova_queue" / "doctor")
+    assert len(trees) >= 10
+    assert [f for path, tree in trees for f in private_uses(path, tree)] == []
 
 
 def test_the_commit_wire_names_are_defined_once():

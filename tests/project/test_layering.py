@@ -132,6 +132,49 @@ def test_import_statements_name_only_allowed_layers(layer):
     assert wrong == []
 
 
+#: Inside the core, the client's parts (``nova_queue/client/``) and the doctor
+#: (``nova_queue/doctor/``) import one way: a part imports the caller, the ``Part`` base and
+#: the parts it is composed with, never the client it makes up (``nova_queue.client``) nor the
+#: doctor; the doctor uses the client (its caller, never a part); nothing else in the core
+#: uses the doctor (the CLI does). Modules by name; a name ending in "." means all below it.
+DOCTOR = ("nova_queue.doctor", "nova_queue.doctor.")
+CORE_PACKAGES: dict[str, tuple[str, ...]] = {
+    "nova_queue.client.": ("nova_queue.client", *DOCTOR),
+    "nova_queue.doctor": ("nova_queue.client.",),
+    "nova_queue.": DOCTOR,
+}
+
+
+def module_of(name: str, mods: dict[str, Path]) -> str:
+    """The module an imported name is in (``nova_queue.client.caller.Caller`` ->
+    ``nova_queue.client.caller``)."""
+    while name not in mods and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def forbidden(module: str) -> tuple[str, ...]:
+    """What ``module`` (of the core) may not import: by the longest key of CORE_PACKAGES it
+    starts with."""
+    key = max((k for k in CORE_PACKAGES if module.startswith(k)), key=len, default="")
+    return CORE_PACKAGES.get(key, ())
+
+
+def test_the_clients_parts_and_the_doctor_import_one_way():
+    mods = source_modules()
+    assert {"nova_queue.client.caller", "nova_queue.client.worker", "nova_queue.doctor.scan",
+            "nova_queue.doctor"} <= set(mods)
+    wrong = []
+    for module, path in mods.items():
+        if layer_of(module) != "core" or module in ("nova_queue", "nova_queue.client"):
+            continue
+        for target in {module_of(name, mods) for name in imported_names(path)}:
+            if any(target == no or (no.endswith(".") and target.startswith(no))
+                   for no in forbidden(module)):
+                wrong.append(f"{path.relative_to(ROOT)}: {target}")
+    assert wrong == []
+
+
 def loaded_after(code: str, watched: list[str]) -> list[str]:
     """Which of ``watched`` (or a module below one) are loaded after ``code`` ran in a
     fresh interpreter."""

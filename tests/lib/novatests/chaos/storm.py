@@ -21,7 +21,7 @@ import threading
 import time
 
 from nova_queue import NovaClient
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client import BatchCommit
 from nova_queue.errors import StaleResultError, WorkerLostError
 
 LEASE_TTL_S = 3.0

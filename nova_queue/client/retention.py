@@ -8,21 +8,22 @@ deleting at least twice what it added (an admin call: it needs ``DEL``, which th
 lacks), so no coordinator process is needed. ``purge`` deletes one finished job now. Results
 in the store are the product: they stay, unless :func:`delete_results` is asked to delete
 them. A deleted job leaves a tombstone (``expired``), so readers say "expired" (or
-"purged") rather than "unknown". Mixed into :class:`~nova_queue.client.NovaClient`.
+"purged") rather than "unknown": :meth:`Retention.missing_job` is the error every reader of a
+job raises. A part of :class:`~nova_queue.client.NovaClient`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import redis
 
 from nova_queue import errors
-from nova_queue.keys import JOB_ID_RE, Keyspace
+from nova_queue.client.part import Part
+from nova_queue.keys import JOB_ID_RE
 from nova_queue.limits import MAX_VISIT
-from nova_queue.settings import Settings
 
 if TYPE_CHECKING:
     from nova_queue.stores import ResultStore
@@ -37,28 +38,17 @@ SWEEP_MARGIN = 64
 PURGED_MARK = 0.5
 
 
-class RetentionCalls:
-    """The retention side of the client; needs the attributes NovaClient sets."""
-
-    settings: Settings
-    keys: Keyspace
-    prefix: str
-    redis: redis.Redis
-    _maxlen: int
-
-    if TYPE_CHECKING:
-        def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]: ...
-
-        def server_time_ms(self) -> int: ...
+class Retention(Part):
+    """The retention sweep, purge, and what a deleted job left behind (its tombstone)."""
 
     def expire(self, budget: int = MAX_VISIT) -> dict[str, int]:
         """One call of the retention sweep (``budget`` work units, 1..2000): ``jobs``
         expired, ``tasks`` deleted, ``workers`` forgotten, ``more`` (1: call again)."""
         k = self.keys
-        res = self._call(
+        res = self.caller.run(
             "expire", [k.expiring(), k.departed(), k.expired(), k.jobs(), k.finished(),
                        k.failed(), k.workers(), k.alive(), k.meta(), k.events()],
-            [self.prefix, budget, self.settings.job_retention_s, self._maxlen])
+            [self.prefix, budget, self.settings.job_retention_s, self.maxlen])
         return {"jobs": int(res[1]), "tasks": int(res[2]), "workers": int(res[3]),
                 "more": int(res[4])}
 
@@ -98,7 +88,7 @@ class RetentionCalls:
                 k.meta(), k.events()]
         deleted, left = 0, 1
         while left:
-            res = self._call("purge", keys, [self.prefix, job_id, MAX_VISIT, self._maxlen])
+            res = self.caller.run("purge", keys, [self.prefix, job_id, MAX_VISIT, self.maxlen])
             if res[0] == errors.UNKNOWN_JOB:
                 raise self.missing_job(job_id)
             if res[0] == errors.BAD_STATE:

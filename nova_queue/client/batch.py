@@ -1,7 +1,8 @@
 """The batched commit a worker makes after a run of small tasks: ``complete_batch`` commits
 up to 64 results in one call (``complete_batch-12``), each fenced and answered on its own,
-and may claim the next tasks in the same round trip. Part of
-:class:`~nova_queue.client.NovaClient` (on top of :class:`~nova_queue.worker_calls.WorkerCalls`)."""
+and may claim the next tasks in the same round trip. A part of
+:class:`~nova_queue.client.NovaClient`, which reads its key lists, a claim's arguments and
+the claim's answer as the worker's single calls do (:class:`~nova_queue.client.worker.WorkerCalls`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import redis
+
 from nova_queue import errors
+from nova_queue.client.caller import Caller
+from nova_queue.client.part import Part
+from nova_queue.client.worker import WorkerCalls
+from nova_queue.keys import Keyspace
 from nova_queue.limits import MAX_CLAIM_K, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, Lease
 from nova_queue.results import check_inline
-from nova_queue.worker_calls import WorkerCalls
+from nova_queue.settings import Settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,8 +53,13 @@ class BatchResult:
         return sum(isinstance(r, CompleteResult) for r in self.results)
 
 
-class BatchCalls(WorkerCalls):
-    """``complete_batch``, beside the worker's single calls."""
+class BatchCalls(Part):
+    """``complete_batch``, beside the worker's single calls (``worker``)."""
+
+    def __init__(self, client: redis.Redis, keys: Keyspace, settings: Settings,
+                 caller: Caller, worker: WorkerCalls):
+        super().__init__(client, keys, settings, caller)
+        self.worker = worker
 
     def complete_batch(self, worker_id: str, commits: Sequence[BatchCommit], *,
                        app: str | None = None, k: int = 1,
@@ -59,7 +71,7 @@ class BatchCalls(WorkerCalls):
         if not 1 <= len(commits) <= MAX_CLAIM_K:
             raise ValueError(f"a batch commits 1 to {MAX_CLAIM_K} results")
         st = self.settings
-        args: list[Any] = [self.prefix, worker_id, st.ema_alpha, self._maxlen,
+        args: list[Any] = [self.prefix, worker_id, st.ema_alpha, self.maxlen,
                            st.quarantine_after, int(st.quarantine_cooldown_s * 1000),
                            len(commits)]
         for c in commits:
@@ -73,18 +85,19 @@ class BatchCalls(WorkerCalls):
         k_ = self.keys
         keys = [k_.worker(worker_id), k_.held(worker_id), k_.leases(), k_.alive(),
                 k_.inflight(), k_.failed(), k_.finished(), k_.events()]
+        worker = self.worker
         if app is None:
-            keys += self._next_claim_keys(commits[0].lease.app)  # not read without a claim
+            keys += worker.next_claim_keys(commits[0].lease.app)  # not read without a claim
         else:
-            keys += self._next_claim_keys(app)
-            args += self._claim_args(app, k, attempt_ids).for_every_id().argv()
-        res = self._call("complete_batch", keys, args)
+            keys += worker.next_claim_keys(app)
+            args += worker.claim_args(app, k, attempt_ids).for_every_id().argv()
+        res = self.caller.run("complete_batch", keys, args)
         results = [_answer(int(code), bool(int(fin)), c.lease.task_id)
                    for code, fin, c in zip(res[0], res[1], commits, strict=True)]
         if app is None or int(res[2]) == errors.WORKER_LOST:
             return BatchResult(results)
-        return BatchResult(results, self._claim_result(app, int(res[2]), int(res[3]), res[4],
-                                                       *res[5:6]))
+        return BatchResult(results, worker.claim_result(app, int(res[2]), int(res[3]), res[4],
+                                                        *res[5:6]))
 
 
 def _answer(code: int, finished: bool, task_id: str) -> CompleteResult | errors.NovaError:

@@ -1,6 +1,7 @@
-"""The checks of ``nova-queue doctor``: each reads the namespace (``doctor_scan``) and yields
-:class:`Finding` s. A finding a repair can fix carries the ``repair`` script's op for it;
-the doctor confirms each one atomically before reporting it (``nova_queue/doctor.py``).
+"""The checks of ``nova-queue doctor``: each reads the namespace (``scan``) and yields
+:class:`~nova_queue.doctor.report.Finding` s. A finding a repair can fix carries the
+``repair`` script's op for it; the doctor confirms each one atomically before reporting it
+(``repairs``).
 
 The invariants: every task is in exactly the place its state says (pending: its app's
 pending set; leased: the lease set and its worker's held set; failed: the failed set; no
@@ -14,7 +15,6 @@ leased tasks per app; every key belongs to something.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -22,30 +22,14 @@ from typing import Any
 import redis
 
 from nova_queue import protocol
-from nova_queue.doctor_scan import JOB_FIELDS, KeyScan, read_tasks
+from nova_queue.doctor.report import Finding
+from nova_queue.doctor.scan import JOB_FIELDS, KeyScan, read_tasks
 from nova_queue.keys import Keyspace
 from nova_queue.models import FINISHED_STATES
 
 #: Task states and the job counter of each.
 STATES = ("pending", "leased", "done", "failed", "cancelled")
 TERMINAL = ("done", "failed", "cancelled")
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One thing wrong: which check, a line saying what, the keys involved, whether it is a
-    problem (a guarantee is broken) or a warning, and the repair op that fixes it (None:
-    --repair cannot)."""
-
-    check: str
-    message: str
-    keys: tuple[str, ...] = ()
-    severity: str = "problem"
-    repair: tuple[str, ...] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"check": self.check, "message": self.message, "keys": list(self.keys),
-                "severity": self.severity, "repairable": self.repair is not None}
 
 
 def check_protocol(r: redis.Redis, keys: Keyspace) -> Iterator[Finding]:

@@ -3,7 +3,7 @@
 
 Reads are plain commands (``SCAN``, pipelined ``HMGET`` / ``ZMSCORE``), not atomic: on a live
 pool what they find is only a candidate, which the doctor confirms with the ``repair``
-script in its check mode (``nova_queue/doctor.py``).
+script in its check mode (``repairs``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from nova_queue.keys import Keyspace
 SINGLETONS = frozenset({"jobs", "staging", "leases", "inflight", "seq", "apps", "failed",
                         "finished", "expiring", "expired", "workers", "departed", "idents",
                         "alive", "meta", "events", "usage", "shares", "tokens"})
-_SHAPES = [
+SHAPES = [
     ("task", re.compile(r"^task:([A-Za-z0-9_-]{1,64}):(\d{1,12})$")),
     ("inline", re.compile(r"^inline:([A-Za-z0-9_-]{1,64}):(\d{1,12})$")),  # small results
     ("job", re.compile(r"^job:([A-Za-z0-9_-]{1,64})$")),
@@ -67,7 +67,7 @@ def scan_keys(r: redis.Redis, keys: Keyspace) -> KeyScan:
         name = key[len(prefix):]
         if name in SINGLETONS:
             continue
-        for kind, pattern in _SHAPES:
+        for kind, pattern in SHAPES:
             m = pattern.match(name)
             if m:
                 _add(out, kind, m)

@@ -1,24 +1,24 @@
 """The fenced calls a worker makes: register, claim, renew, complete (and complete with
-the next claim), fail, deregister, reap; who can run an app (eligible_workers, live_apps)
-and an admin's quarantine of a worker. Mixed into :class:`~nova_queue.client.NovaClient`;
-each call is one Lua script, its status codes mapped to exceptions by ``errors``."""
+the next claim), fail, model loads, deregister, and reap. A part of
+:class:`~nova_queue.client.NovaClient`; each call is one Lua script, its status codes mapped
+to exceptions by ``errors``. The hot calls' key lists are built once per worker and app."""
 
 from __future__ import annotations
 
 import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 
 from nova_queue import errors
-from nova_queue.cannot_run import Runners, split_runners
 from nova_queue.claim_args import ClaimArgs
+from nova_queue.client.caller import Caller
+from nova_queue.client.part import Part
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE, Keyspace
-from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_COOLDOWN_S, MAX_RENEW_LEASES, MAX_RUN_S
+from nova_queue.limits import MAX_APPS, MAX_CLAIM_K, MAX_RENEW_LEASES, MAX_RUN_S
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
-from nova_queue.placement import Requirement, labels_from_json, meets, unmet
 from nova_queue.results import check_inline
 from nova_queue.settings import Settings
 
@@ -31,42 +31,33 @@ MAX_ERROR_CHARS = 2000
 STAGING_ABANDONED_MS = 3600 * 1000
 
 
-class WorkerCalls:
-    """The worker side of the client; needs the attributes NovaClient sets."""
+class WorkerCalls(Part):
+    """The worker side of the client: every call fenced by the worker's lease."""
 
-    settings: Settings
-    redis: redis.Redis
-    keys: Keyspace
-    prefix: str
-    _key_lists: dict[tuple[str, str, str], list[str]]
-    _maxlen: int
+    def __init__(self, client: redis.Redis, keys: Keyspace, settings: Settings,
+                 caller: Caller):
+        super().__init__(client, keys, settings, caller)
+        #: key lists of the hot calls, per (call, worker, app): built once
+        self._key_lists: dict[tuple[str, str, str], list[str]] = {}
+        #: silence after which the scripts open a grace window. A holder may renew up to
+        #: one heartbeat before a silence and one after it, so without grace an outage of D
+        #: is safe only while D + 2 heartbeats < TTL: fire well before that.
+        ttl, hb = settings.lease_ttl_ms, settings.heartbeat_interval_ms
+        self.gap_ms = int(max(1.5 * hb, min(ttl / 2, ttl - 2 * hb - 250)))
 
-    if TYPE_CHECKING:
-        def _call(self, name: str, keys: list[str], args: list[Any]) -> list[Any]: ...
-
-        def server_time_ms(self) -> int: ...
-
-    def _claim_args(self, app: str, k: int, attempt_ids: Sequence[str] | None) -> ClaimArgs:
+    def claim_args(self, app: str, k: int, attempt_ids: Sequence[str] | None) -> ClaimArgs:
         """A claim's arguments (every claiming script's one layout): ``k`` tasks of ``app``
         under fresh attempt ids unless ``attempt_ids`` (a retry's) are given."""
         if not 1 <= k <= MAX_CLAIM_K:
             raise ValueError(f"k must be from 1 to {MAX_CLAIM_K}")
         st = self.settings
         ids = list(attempt_ids) if attempt_ids else [secrets.token_hex(8) for _ in range(k)]
-        return ClaimArgs(app, k, st.lease_ttl_ms, self._gap_ms, REAP_LIMIT,
+        return ClaimArgs(app, k, st.lease_ttl_ms, self.gap_ms, REAP_LIMIT,
                          int(st.task_timeout_floor_s * 1000), repr(float(st.task_timeout_factor)),
                          ids)
 
-    @property
-    def _gap_ms(self) -> int:
-        """Silence after which the scripts open a grace window. A holder may renew up to
-        one heartbeat before a silence and one after it, so without grace an outage of D
-        is safe only while D + 2 heartbeats < TTL: fire well before that."""
-        ttl, hb = self.settings.lease_ttl_ms, self.settings.heartbeat_interval_ms
-        return int(max(1.5 * hb, min(ttl / 2, ttl - 2 * hb - 250)))
-
-    def _worker_keys(self, worker_id: str, app: str) -> list[str]:
-        """claim-12's KEYS for ``worker_id`` and ``app``."""
+    def claim_keys(self, worker_id: str, app: str) -> list[str]:
+        """claim-12's KEYS for ``worker_id`` and ``app`` (one list per pair, reused)."""
         cache_key = ("claim", worker_id, app)
         keys = self._key_lists.get(cache_key)
         if keys is None:
@@ -77,7 +68,7 @@ class WorkerCalls:
                 k.finished(), k.meta(), k.events()]
         return keys
 
-    def _commit_keys(self, worker_id: str, app: str) -> list[str]:
+    def commit_keys(self, worker_id: str, app: str) -> list[str]:
         """complete-11's KEYS[3..11] for ``worker_id`` and the task's ``app``."""
         cache_key = ("complete", worker_id, app)
         keys = self._key_lists.get(cache_key)
@@ -88,7 +79,7 @@ class WorkerCalls:
                 k.alive(), k.inflight(), k.failed(), k.finished(), k.events()]
         return keys
 
-    def _next_claim_keys(self, app: str) -> list[str]:
+    def next_claim_keys(self, app: str) -> list[str]:
         """complete_claim-15's KEYS[12..15], the claim's own: ``app``'s pending set, fleet and
         workers set, and the meta hash (the claim shares KEYS[3..11] with the commit)."""
         cache_key = ("next_claim", "", app)
@@ -108,39 +99,41 @@ class WorkerCalls:
                 raise errors.InputError(f"invalid app name {a!r}")
         if len(app_list) > MAX_APPS:
             raise errors.InputError(f"a worker serves at most {MAX_APPS} apps")
-        _check_worker_id(worker_id)
+        check_worker_id(worker_id)
         clean = {k: ("" if v is None else str(v)) for k, v in fields.items()}
         k = self.keys
         bench_json = json.dumps({a: {kk: vv for kk, vv in b.items() if vv is not None}
                                  for a, b in (bench or {}).items()})
-        _, rejoined = self._call(
+        _, rejoined = self.caller.run(
             "register",
             [k.worker(worker_id), k.workers(), k.alive(), k.events(), k.meta(), k.idents()],
-            [self.prefix, worker_id, self.settings.lease_ttl_ms, self._maxlen,
+            [self.prefix, worker_id, self.settings.lease_ttl_ms, self.maxlen,
              json.dumps(clean), ",".join(app_list), bench_json])
         return bool(int(rejoined))
 
     def deregister_worker(self, worker_id: str) -> int:
         """Leave the fleet; leases still held return to pending without using an attempt."""
         k = self.keys
-        code, released = self._call(
+        code, released = self.caller.run(
             "deregister",
             [k.worker(worker_id), k.held(worker_id), k.leases(), k.alive(), k.inflight(),
              k.failed(), k.finished(), k.events(), k.meta()],
-            [self.prefix, worker_id, self._maxlen])
+            [self.prefix, worker_id, self.maxlen])
         return int(released) if code == 0 else 0
 
     def claim(self, worker_id: str, app: str, k: int = 1,
               attempt_ids: Sequence[str] | None = None) -> ClaimResult:
         """Lease up to ``k`` tasks of ``app`` (1..64), or learn when to ask again."""
-        args = self._claim_args(app, k, attempt_ids)
-        res = self._call("claim", self._worker_keys(worker_id, app),
-                         [self.prefix, worker_id, self._maxlen, *args.argv()])
-        return self._claim_result(app, int(res[0]), int(res[1]), res[2], *res[3:4])
+        args = self.claim_args(app, k, attempt_ids)
+        res = self.caller.run("claim", self.claim_keys(worker_id, app),
+                              [self.prefix, worker_id, self.maxlen, *args.argv()])
+        return self.claim_result(app, int(res[0]), int(res[1]), res[2], *res[3:4])
 
     @staticmethod
-    def _claim_result(app: str, code: int, now_ms: int, payload: Any,
-                      reason: str = "") -> ClaimResult:
+    def claim_result(app: str, code: int, now_ms: int, payload: Any,
+                     reason: str = "") -> ClaimResult:
+        """A claiming script's answer (code, Redis ms, leases as JSON or the wait in ms, a
+        quarantine's reason) as a ClaimResult; raises for an error code."""
         if code == errors.WAIT:
             return ClaimResult("wait", [], int(payload) / 1000, now_ms)
         if code == errors.EMPTY:
@@ -164,13 +157,13 @@ class WorkerCalls:
         """Heartbeat: extend held leases (at most 1024); report lost ones (all of them if the
         worker is lost)."""
         k = self.keys
-        args: list[Any] = [self.prefix, worker_id, self.settings.lease_ttl_ms, self._gap_ms,
-                           self._maxlen, REAP_LIMIT]
+        args: list[Any] = [self.prefix, worker_id, self.settings.lease_ttl_ms, self.gap_ms,
+                           self.maxlen, REAP_LIMIT]
         for lease in leases:
             args += [lease.task_id, lease.lease_gen, lease.attempt_id]
         if len(args) - 6 > 3 * MAX_RENEW_LEASES:
             raise errors.InputError(f"a worker renews at most {MAX_RENEW_LEASES} leases")
-        code, now_ms, lost, reasons = self._call(
+        code, now_ms, lost, reasons = self.caller.run(
             "renew",
             [k.worker(worker_id), k.leases(), k.alive(), k.inflight(), k.failed(),
              k.finished(), k.meta(), k.events()], args)
@@ -178,8 +171,8 @@ class WorkerCalls:
                            worker_lost=int(code) == errors.WORKER_LOST,
                            reasons=dict(zip(lost, reasons)))
 
-    def _commit_args(self, worker_id: str, lease: Lease, result_key: str, run_s: float,
-                     warm: bool, meta: Mapping[str, Any] | None, inline: bytes) -> list[Any]:
+    def commit_args(self, worker_id: str, lease: Lease, result_key: str, run_s: float,
+                    warm: bool, meta: Mapping[str, Any] | None, inline: bytes = b"") -> list[Any]:
         """complete-11's ARGV (also complete_claim-15's ARGV[1..14])."""
         if not 0 <= run_s <= MAX_RUN_S:  # also false for NaN
             raise errors.InputError(f"run_s must be a number from 0 to {MAX_RUN_S}, not {run_s!r}")
@@ -187,21 +180,21 @@ class WorkerCalls:
         st = self.settings
         return [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id,
                 result_key, repr(float(run_s)), int(warm), st.ema_alpha,
-                self._maxlen, json.dumps(dict(meta)) if meta else "{}", st.quarantine_after,
+                self.maxlen, json.dumps(dict(meta)) if meta else "{}", st.quarantine_after,
                 int(st.quarantine_cooldown_s * 1000), inline]
 
     def complete(self, worker_id: str, lease: Lease, result_key: str, *, run_s: float,
                  warm: bool, meta: Mapping[str, Any] | None = None,
                  inline: bytes = b"") -> CompleteResult:
         """Commit a result; raises StaleResultError if the lease is no longer current.
-        ``inline``: the result itself, held in the task's hash instead of the store (1 to
-        ``MAX_INLINE_BYTES`` bytes; the store then holds nothing under ``result_key``);
-        empty: the store holds it."""
+        ``inline``: the result itself, held in Redis instead of the store (1 to
+        ``MAX_INLINE_BYTES`` bytes, nova_queue/results.py; the store then holds nothing
+        under ``result_key``); empty: the store holds it."""
         k = self.keys
-        code, finished = self._call(
+        code, finished = self.caller.run(
             "complete",
-            [k.task(lease.task_id), k.job(lease.job_id), *self._commit_keys(worker_id, lease.app)],
-            self._commit_args(worker_id, lease, result_key, run_s, warm, meta, inline))
+            [k.task(lease.task_id), k.job(lease.job_id), *self.commit_keys(worker_id, lease.app)],
+            self.commit_args(worker_id, lease, result_key, run_s, warm, meta, inline))
         code = int(code)
         errors.raise_for_code(code, task_id=lease.task_id)
         return CompleteResult(job_finished=bool(int(finished)), replayed=code == errors.ALREADY)
@@ -221,13 +214,13 @@ class WorkerCalls:
         lost reply with the same ``attempt_ids`` returns the same leases (and ALREADY).
         """
         app = app or lease.app
-        claim = self._claim_args(app, k, attempt_ids).for_every_id()
+        claim = self.claim_args(app, k, attempt_ids).for_every_id()
         keys = self.keys
-        res = self._call(
+        res = self.caller.run(
             "complete_claim",
             [keys.task(lease.task_id), keys.job(lease.job_id),
-             *self._commit_keys(worker_id, lease.app), *self._next_claim_keys(app)],
-            [*self._commit_args(worker_id, lease, result_key, run_s, warm, meta, inline),
+             *self.commit_keys(worker_id, lease.app), *self.next_claim_keys(app)],
+            [*self.commit_args(worker_id, lease, result_key, run_s, warm, meta, inline),
              *claim.argv()])
         code = int(res[0])
         errors.raise_for_code(code, task_id=lease.task_id)
@@ -235,7 +228,7 @@ class WorkerCalls:
         claim_code = int(res[2])
         if claim_code == errors.WORKER_LOST:
             return done, None
-        return done, self._claim_result(app, claim_code, int(res[3]), res[4], *res[5:6])
+        return done, self.claim_result(app, claim_code, int(res[3]), res[4], *res[5:6])
 
     def fail(self, worker_id: str, lease: Lease, kind: str, message: str = "", *,
              batch: int = 1) -> FailResult:
@@ -246,13 +239,13 @@ class WorkerCalls:
         ``cannot_run_s``). ``batch``: how many tasks the failed run held (after ``oom``, a
         smaller batch may fit). State ``leased``: the task's other attempt runs on."""
         k, st = self.keys, self.settings
-        code, state = self._call(
+        code, state = self.caller.run(
             "fail",
             [k.task(lease.task_id), k.job(lease.job_id), k.worker(worker_id), k.held(worker_id),
              k.pending(lease.app), k.leases(), k.inflight(), k.failed(), k.finished(),
              k.events()],
             [self.prefix, worker_id, lease.task_id, lease.lease_gen, lease.attempt_id, kind,
-             message[:MAX_ERROR_CHARS], self._maxlen, st.quarantine_fast_fails,
+             message[:MAX_ERROR_CHARS], self.maxlen, st.quarantine_fast_fails,
              int(st.quarantine_fast_s * 1000), int(st.quarantine_cooldown_s * 1000),
              max(1, min(int(batch), MAX_CLAIM_K)), int(st.cannot_run_s * 1000)])
         errors.raise_for_code(int(code), task_id=lease.task_id, detail=str(state))
@@ -262,10 +255,10 @@ class WorkerCalls:
         """The worker loaded ``model`` for ``app`` in ``load_s``: it holds it warm now (claims
         prefer that model's jobs for it). Returns how many loads it did."""
         k = self.keys
-        code, loads = self._call(
+        code, loads = self.caller.run(
             "loaded", [k.worker(worker_id), k.alive(), k.events(), k.meta()],
             [self.prefix, worker_id, app, model, repr(max(0.0, min(float(load_s), MAX_RUN_S))),
-             self.settings.ema_alpha, self._maxlen])
+             self.settings.ema_alpha, self.maxlen])
         errors.raise_for_code(int(code), detail="worker not registered")
         return int(loads)
 
@@ -275,107 +268,26 @@ class WorkerCalls:
         without a load to record (prepare loaded nothing, or failed); returns when it
         started (Redis ms; 0 for a stop)."""
         k = self.keys
-        code, started_ms = self._call(
+        code, started_ms = self.caller.run(
             "loading", [k.worker(worker_id), k.alive(), k.events(), k.meta()],
-            [self.prefix, worker_id, app, model, "start" if start else "stop", self._maxlen])
+            [self.prefix, worker_id, app, model, "start" if start else "stop", self.maxlen])
         errors.raise_for_code(int(code), detail="worker not registered")
         return int(started_ms)
-
-    def eligible_workers(self, app: str, requires: Sequence[Requirement] = (),
-                         model: str | None = None) -> list[str]:
-        """Ids of the live workers (heartbeat not expired) that serve ``app`` and whose
-        labels meet ``requires``, sorted; with ``model`` ('' for a job without one), only
-        those without a live ``cannot_run`` mark for it (:meth:`who_can_run`).
-
-        What a job of ``app`` can run on right now; an empty list means its tasks wait
-        until such a worker joins."""
-        if model is not None:
-            return self.who_can_run(app, requires, model).eligible
-        live = self._live_app_workers(app)
-        if not requires:
-            return sorted(live)
-        return sorted(w for w, labels in self.worker_labels(live).items() if meets(labels, requires))
-
-    def who_can_run(self, app: str, requires: Sequence[Requirement] = (),
-                    model: str = "") -> Runners:
-        """The live workers of ``app`` whose labels meet ``requires``: those that can run a
-        job of ``model`` now, and those that cannot prepare it (a live ``cannot_run`` mark:
-        who and why; :mod:`nova_queue.cannot_run`)."""
-        live = self._live_app_workers(app)
-        pipe = self.redis.pipeline(transaction=False)
-        for wid in live:
-            pipe.hmget(self.keys.worker(wid), "labels", "cannot_run", "name")
-        rows = {wid: tuple(row) for wid, row in zip(live, pipe.execute())} if live else {}
-        return split_runners(app, model, requires, rows, self.server_time_ms())
-
-    def _live_app_workers(self, app: str) -> list[str]:
-        members = sorted(self.redis.smembers(self.keys.app_workers(app)))
-        if not members:
-            return []
-        now_ms = self.server_time_ms()
-        scores = self.redis.zmscore(self.keys.alive(), members)
-        return [wid for wid, s in zip(members, scores) if s is not None and s >= now_ms]
-
-    def worker_labels(self, worker_ids: Sequence[str]) -> dict[str, dict[str, str]]:
-        """``{worker id: its labels}`` (placement.py): what requirements are checked against."""
-        pipe = self.redis.pipeline(transaction=False)
-        for wid in worker_ids:
-            pipe.hget(self.keys.worker(wid), "labels")
-        return {wid: labels_from_json(raw) for wid, raw in zip(worker_ids, pipe.execute())}
-
-    def unmet_requirement(self, app: str, requires: Sequence[Requirement]) -> str:
-        """Why no live worker of ``app`` meets ``requires`` (placement.unmet)."""
-        return unmet(list(self.worker_labels(self._live_app_workers(app)).values()), requires)
-
-    def live_apps(self) -> dict[str, int]:
-        """``{app: live workers serving it}`` over every live worker (for "who could run
-        this" hints)."""
-        now_ms = self.server_time_ms()
-        live = self.redis.zrangebyscore(self.keys.alive(), now_ms, "+inf")
-        if not live:
-            return {}
-        pipe = self.redis.pipeline(transaction=False)
-        for wid in live:
-            pipe.hget(self.keys.worker(wid), "apps")
-        out: dict[str, int] = {}
-        for apps in pipe.execute():
-            for a in (apps or "").split(","):
-                if a:
-                    out[a] = out.get(a, 0) + 1
-        return dict(sorted(out.items()))
-
-    def set_quarantine(self, worker_id: str, quarantined: bool, *, reason: str = "",
-                       cooldown_s: float | None = None) -> str:
-        """An admin's call: quarantine a worker by hand (its claims are refused; it probes
-        with one task after ``cooldown_s``) or let a quarantined one back at once. Returns
-        ``quarantined``, ``released`` or ``unchanged``; raises WorkerLostError for an
-        unknown worker id."""
-        _check_worker_id(worker_id)
-        cooldown = self.settings.quarantine_cooldown_s if cooldown_s is None else cooldown_s
-        if not 0.001 <= cooldown <= MAX_COOLDOWN_S:
-            raise errors.InputError(f"cool-down must be from 0.001 to {MAX_COOLDOWN_S} s")
-        k = self.keys
-        code, state = self._call(
-            "quarantine", [k.worker(worker_id), k.alive(), k.failed(), k.finished(), k.events(),
-                           k.meta()],
-            [self.prefix, worker_id, "quarantine" if quarantined else "release",
-             reason[:500], int(cooldown * 1000), self._maxlen])
-        errors.raise_for_code(int(code), detail=str(state))
-        return str(state)
 
     def reap(self, limit: int = REAP_LIMIT) -> dict[str, int]:
         """Requeue expired leases and lost workers' tasks now (claims also do it lazily)."""
         k = self.keys
-        _, workers, leases, deleted = self._call(
+        _, workers, leases, deleted = self.caller.run(
             "reap", [k.leases(), k.alive(), k.inflight(), k.failed(), k.finished(), k.meta(),
                      k.events(), k.staging()],
-            [self.prefix, self.settings.lease_ttl_ms, self._gap_ms, self._maxlen, limit,
+            [self.prefix, self.settings.lease_ttl_ms, self.gap_ms, self.maxlen, limit,
              STAGING_ABANDONED_MS])
         return {"workers_lost": int(workers), "leases_expired": int(leases),
                 "staged_deleted": int(deleted)}
 
 
-def _check_worker_id(worker_id: str) -> None:
+def check_worker_id(worker_id: str) -> None:
+    """Raise InputError unless ``worker_id`` matches :data:`~nova_queue.keys.WORKER_ID_RE`."""
     if not isinstance(worker_id, str) or not WORKER_ID_RE.match(worker_id):
         raise errors.InputError(f"invalid worker id {worker_id!r}: use 1 to 128 letters, digits, "
                                 "'_', '.' or '-'")
