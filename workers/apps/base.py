@@ -69,7 +69,8 @@ class AppRunner(abc.ABC):
         file that is not what it claims to be. The worker calls it on each output before
         anything is uploaded or committed; a rejected output is the worker's fault, not the
         task's (``fail`` kind ``invalid``: no attempt used, the worker offered no more jobs
-        of that app and model for a while). Default: every output passes. Keep it cheap."""
+        of that app and model for a while). Another exception fails the batch, as one
+        from :meth:`run_batch` does. Default: every output passes. Keep it cheap."""
 
     def teardown(self) -> None:
         """Release devices and memory (called once when the worker stops)."""
