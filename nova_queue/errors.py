@@ -180,6 +180,16 @@ class ModelNotFoundError(AppError):
     """A model could not be found locally and cannot be downloaded."""
 
 
+class InvalidOutput(AppError):
+    """A runner's output failed its app's check (``AppRunner.validate``), e.g. an all-black
+    image: the worker's fault, not the task's. ``reason`` says what is wrong; the message
+    reads ``invalid output: <reason>``."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"invalid output: {reason}")
+        self.reason = reason
+
+
 #: What a commit call (``complete``, ``complete_and_claim``, ``complete_batch``) raises only
 #: when the commit wrote nothing: the fence refused it (stale, cancelled), its task is gone,
 #: or an argument was refused before the script wrote (``BAD_INPUT``; the claim half of

@@ -7,8 +7,8 @@ gallery's presenter, ``web/present.py``, has a line for every type). Its time is
 stream id's. Common fields: ``job`` a job id, ``task`` a task's index in its job,
 ``worker`` a worker id and ``name`` its display name, ``lease_gen`` the lease generation,
 ``attempt`` the task's attempt count, ``kind`` a failure kind (error, oom, infra,
-shutdown, prepare, expired, lost, timeout, cancelled; refund for attempts given back), ``error`` a
-message. A task can run as two attempts at once (a backup attempt at the tail): each has
+shutdown, prepare, invalid, expired, lost, timeout, cancelled; refund for attempts given
+back), ``error`` a message. A task can run as two attempts at once (a backup attempt at the tail): each has
 its own ``lease_gen``, and the first to commit wins.
 
 One call that claims or commits several tasks writes their ``claimed`` or ``completed``

@@ -23,7 +23,7 @@ PAGE_ENTRIES = 500
 #: How a release's ``kind`` shows on its attempt's bar.
 RELEASE_OUTCOMES = {"expired": "lost", "lost": "lost", "timeout": "timed out", "error": "failed",
                     "oom": "failed", "shutdown": "handed back", "infra": "handed back",
-                    "prepare": "handed back",
+                    "prepare": "handed back", "invalid": "handed back",
                     "cancelled": "cancelled"}
 
 

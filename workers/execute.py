@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nova_queue.apps.base import AppContext, TaskInput, TaskOutput
+from nova_queue.errors import InvalidOutput
 from nova_queue.models import Lease
 from nova_queue.workers.abandon import DroppedBatches, TaskAbandoned
 from nova_queue.workers.apps import AppRunner, WorkerApp
@@ -72,7 +73,20 @@ def run_app(runner: AppRunner, ctx: AppContext, tasks: Sequence[TaskInput]
     if len(outputs) != len(tasks):
         raise RuntimeError(f"app {runner.name} returned {len(outputs)} outputs for "
                            f"{len(tasks)} tasks")
-    return outputs, elapsed
+    return [checked(runner, output) for output in outputs], elapsed
+
+
+def checked(runner: AppRunner, output: TaskOutput | BaseException
+            ) -> TaskOutput | BaseException:
+    """``output`` if the runner's ``validate`` passes it (or it is an error already), else
+    the :class:`InvalidOutput` that rejects it: nothing of it is stored or committed."""
+    if isinstance(output, BaseException):
+        return output
+    try:
+        runner.validate(output)
+    except InvalidOutput as exc:
+        return exc
+    return output
 
 
 def task_input(lease: Lease, params: dict[str, Any]) -> TaskInput:

@@ -10,7 +10,8 @@ commit rejected as stale or refused (its task then fails) discards its result; o
 outcome is unknown (the pool unreachable for ``COMMIT_RETRY_S``, or a stop while retrying)
 never deletes anything, so no committed task can point at a missing object, and a lost
 lease is left to expiry. An output, or an error, is reported once per lease: failed runs
-and errors go through ``fail``.
+and errors go through ``fail``; an output the runner's ``validate`` rejected (an
+:class:`~nova_queue.errors.InvalidOutput`, never uploaded) with kind ``invalid``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import redis
 
 from nova_queue.apps.base import AppContext, TaskOutput
 from nova_queue.errors import (
+    InvalidOutput,
     ObjectExistsError,
     ResultTooLargeError,
     StaleResultError,
@@ -109,6 +111,10 @@ class Run:
         reported; its run time shared out by cost."""
         total_cost = sum(lease.cost for lease in live) or 1.0
         for lease, output in zip(live, outputs):
+            if isinstance(output, InvalidOutput):  # the worker's fault: validate rejected it
+                log.warning("%s: %s on %s; handing it back", self.app, output, lease.task_id)
+                self.fail(lease, "invalid", str(output), batch=len(live))
+                continue
             if isinstance(output, BaseException):
                 kind = self.runner.classify_error(output)
                 log.warning("%s: %s on %s: %s", self.app, kind, lease.task_id, output)

@@ -64,9 +64,18 @@ class TaskOutput:
 class AppSpec:
     """The job-description half of an app: what a job's params and prompts mean.
 
-    The web gallery, the CLI and the worker use it; it never imports torch or Pillow. The
-    worker runs the app with the :class:`~nova_queue.workers.apps.AppRunner` subclass that
-    :attr:`runner` names, imported only there.
+    The web gallery, the CLI and the worker use it; it never imports torch or Pillow (a
+    method that needs Pillow, as txt2img's :meth:`same_result`, imports it when called).
+    The worker runs the app with the :class:`~nova_queue.workers.apps.AppRunner` subclass
+    that :attr:`runner` names, imported only there.
+
+    Results from machines the operator does not control can be checked by running a task
+    again elsewhere: :meth:`same_result` says whether two results of one task agree
+    (default: identical bytes, so an app gets verification without code; an app whose
+    backends round differently compares what matters, as txt2img does perceptually). An
+    app whose results cannot be compared at all (a sampled text, a timestamped report)
+    sets :attr:`comparable` to False: its results from untrusted workers are then only
+    validated on the worker (``AppRunner.validate``), never checked against a re-run.
     """
 
     #: Registry name (``--app NAME``).
@@ -86,6 +95,9 @@ class AppSpec:
     #: prints for a token of this app.
     worker_extra: ClassVar[str] = ""
     needs_torch: ClassVar[bool] = False
+    #: False if two results of one task cannot be compared (:meth:`same_result` means
+    #: nothing): untrusted workers' results of the app are then only validated.
+    comparable: ClassVar[bool] = True
 
     def parse_params(self, raw: Mapping[str, str]) -> dict[str, Any]:
         """Validate ``-p key=value`` strings into typed params; raise InputError naming the key."""
@@ -100,6 +112,12 @@ class AppSpec:
         first, as the runner's ``warm_key`` names it (e.g. txt2img: its model); '' when
         nothing is loaded per job (the default)."""
         return ""
+
+    def same_result(self, a: bytes, b: bytes, *, params: Mapping[str, Any] | None = None
+                    ) -> bool:
+        """Whether ``a`` and ``b``, two results of one task (of a job with ``params``), agree
+        (default: identical bytes). Called only when :attr:`comparable` is True."""
+        return a == b
 
 
 class App(AppSpec, abc.ABC):
@@ -137,6 +155,10 @@ class App(AppSpec, abc.ABC):
     def classify_error(self, exc: BaseException) -> str:
         """``"oom"`` when ``exc`` means the device ran out of memory, else ``"error"``."""
         return "oom" if isinstance(exc, MemoryError) else "error"
+
+    def validate(self, output: TaskOutput) -> None:
+        """Raise :class:`~nova_queue.errors.InvalidOutput` if ``output`` is wrong on its face
+        (default: every output passes); see ``AppRunner.validate``."""
 
     def teardown(self) -> None:
         """Release devices and memory (called once when the worker stops)."""

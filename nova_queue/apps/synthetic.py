@@ -24,16 +24,23 @@ jitter_seed  int      0            seed of the jitter: same seed, same durations
 
 ``crash_on`` and ``oom_on`` are for tests and demos of failures (:data:`TEST_ONLY`): a job's
 params hold them only when they are set.
+
+Checking results: a card shows the worker that drew it, so two cards of one task never have
+the same bytes. Each card carries the task's ``answer`` (:func:`task_answer`, a hash of the
+prompt: what any worker must compute for that task) as a PNG text chunk, and
+:meth:`SyntheticSpec.same_result` compares answers and image sizes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nova_queue.apps.base import AppSpec
+from nova_queue.apps.image_checks import png_size, png_text
 from nova_queue.errors import InputError
 from nova_queue.models import TaskSpec
 
@@ -82,6 +89,21 @@ class SyntheticSpec(AppSpec):
         """One task per prompt, costing its reference seconds (at least 1 ms)."""
         cost = max(float(params.get("seconds", DEFAULTS["seconds"])), MIN_COST)
         return [TaskSpec(p, cost) for p in prompts]
+
+    def same_result(self, a: bytes, b: bytes, *, params: Mapping[str, Any] | None = None
+                    ) -> bool:
+        """Whether two cards of one task carry the same ``answer`` (and size): their bytes
+        differ with the worker that drew them."""
+        if a == b:
+            return True
+        ta, tb = png_text(a), png_text(b)
+        return bool(ta.get("answer")) and ta.get("answer") == tb.get("answer") \
+            and png_size(a) == png_size(b)
+
+
+def task_answer(prompt: str) -> str:
+    """What every worker must compute for a task of ``prompt``: its SHA-256, hex."""
+    return hashlib.sha256(prompt.encode("utf-8", "replace")).hexdigest()
 
 
 def jittered_seconds(seconds: float, jitter: float, seed: int, index: int) -> float:

@@ -1,7 +1,9 @@
 """txt2img's spec: text to image with SD-Turbo (or any diffusers text-to-image pipeline), one
 PNG per prompt. Params, task costs and seeds are in :mod:`nova_queue.apps.txt2img_params`;
 the worker runs tasks with :class:`nova_queue.workers.apps.txt2img.Txt2ImgRunner` (torch,
-diffusers). Importing this module imports neither.
+diffusers). Two results of one task are compared perceptually, and a result is checked on
+the worker before it is stored (:mod:`nova_queue.apps.image_checks`). Importing this
+module imports neither torch nor Pillow.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nova_queue.apps.base import AppSpec
+from nova_queue.apps.image_checks import same_image
 from nova_queue.apps.txt2img_params import parse_params, task_cost
 from nova_queue.jobspec import model_key_text
 from nova_queue.models import TaskSpec
@@ -36,3 +39,10 @@ class Txt2ImgSpec(AppSpec):
     def model_key(self, params: Mapping[str, Any]) -> str:
         """The pipeline a job needs loaded: its ``model`` (a hub id or a folder)."""
         return model_key_text(str(params.get("model", "")))
+
+    def same_result(self, a: bytes, b: bytes, *, params: Mapping[str, Any] | None = None
+                    ) -> bool:
+        """Whether two PNGs of one task show the same image: same size and mode, perceptual
+        hashes close (backends never render bit-identical images;
+        :func:`~nova_queue.apps.image_checks.same_image`, Pillow and imagehash)."""
+        return same_image(a, b)

@@ -36,7 +36,7 @@ MAX_CLAIM_WAIT_MS = 10_000
 #: Labels every worker reports about itself (and ``app.<name>``); any other label of a
 #: worker behind a gateway must be one its token grants.
 SELF_REPORTED = frozenset(AUTOMATIC_LABELS)
-FAIL_KINDS = ("error", "oom", "shutdown", "infra", "prepare")
+FAIL_KINDS = ("error", "oom", "shutdown", "infra", "prepare", "invalid")
 #: Largest JSON body of a call other than a commit (a renewal of 512 leases is ~30 KB).
 MAX_JSON_BYTES = 1024 * 1024
 

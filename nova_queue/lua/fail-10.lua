@@ -7,7 +7,9 @@
   too, and marks the worker as unable to run the job's app and model for ARGV[13]
   (mark_cannot_run: claims then offer it none of that job's, or such jobs', tasks; a batch's
   leases go back at once, so only the task's own cap applies) unless it holds MAX_CANNOT_RUN
-  other live marks, when it counts as "error"; "oom"
+  other live marks, when it counts as "error"; "invalid" (the app's validate rejected the
+  worker's output, e.g. an all-black image: the worker's fault) as "prepare", and it also
+  counts as a failure of the worker (record_failure); "oom"
   records that this worker could not hold the task: claims send it to a worker with more
   device memory, or one taking a smaller batch, while one is live, and it requeues while
   attempts remain; "error" records that the task failed on this worker
@@ -34,7 +36,7 @@
   ARGV[3] task id
   ARGV[4] lease_gen
   ARGV[5] attempt_id
-  ARGV[6] kind: "error" | "oom" | "shutdown" | "infra" | "prepare"
+  ARGV[6] kind: "error" | "oom" | "shutdown" | "infra" | "prepare" | "invalid"
   ARGV[7] error message (the caller truncates it; bytes past 8192 are dropped here)
   ARGV[8] events MAXLEN (approximate, 1..10^9)
   ARGV[9] quarantine after this many errors in a row, each within ARGV[10] of its claim,
@@ -42,7 +44,8 @@
   ARGV[10] that time (ms, 0..86400000)
   ARGV[11] quarantine cool-down (ms, 1..86400000)
   ARGV[12] how many tasks the failed run held (1..64; "oom": a smaller batch may fit)
-  ARGV[13] "prepare": how long the worker's cannot_run mark lasts (ms, 1000..86400000);
+  ARGV[13] "prepare", "invalid": how long the worker's cannot_run mark lasts (ms,
+           1000..86400000);
            ignored for other kinds
 
   Returns {code, new state}
@@ -69,19 +72,20 @@ local kind, message = ARGV[6], string.sub(ARGV[7] or '', 1, MAX_TEXT_BYTES)
 local q = { fast_fails = int_in(ARGV[9], 0, MAX_ATTEMPTS), fast_ms = int_in(ARGV[10], 0, MAX_TTL_MS),
   cooldown_ms = int_in(ARGV[11], 1, MAX_COOLDOWN_MS) }
 local batch = int_in(ARGV[12], 1, MAX_CLAIM_K)
-local mark_ms = kind == 'prepare' and int_in(ARGV[13], 1000, MAX_TTL_MS)
+local marks = kind == 'prepare' or kind == 'invalid' -- the worker cannot run this job well
+local mark_ms = marks and int_in(ARGV[13], 1000, MAX_TTL_MS)
 local ctx = {
   prefix = prefix, pending = KEYS[5], leases = KEYS[6], inflight = KEYS[7], failed = KEYS[8],
   finished = KEYS[9], events = KEYS[10], maxlen = ARGV[8],
 }
 local burn = kind == 'error' or kind == 'oom'
-if not burn and kind ~= 'shutdown' and kind ~= 'infra' and kind ~= 'prepare' then
+if not burn and kind ~= 'shutdown' and kind ~= 'infra' and not marks then
   return bad_input('unknown failure kind ' .. string.sub(tostring(kind), 1, 40))
 end
 -- as complete: the fence compares worker, lease_gen and attempt id with what claim wrote
 if not is_task_id(tid) or #wid > 128 or #gen > 20 or #attempt_id > 64
     or not int_in(ARGV[8], 1, MAX_EVENTS_MAXLEN) or not q.fast_fails or not q.fast_ms
-    or not q.cooldown_ms or not batch or (kind == 'prepare' and not mark_ms) then
+    or not q.cooldown_ms or not batch or (marks and not mark_ms) then
   return bad_input('invalid worker id, task id, lease_gen, attempt id, events MAXLEN, '
     .. 'quarantine policy, batch size or mark time')
 end
@@ -105,10 +109,9 @@ if code ~= CODE.OK then
   return { code, t[FAIL_TASK.state] }
 end
 
-if kind == 'prepare' and app
-    and not mark_cannot_run(worker_key, job_key, app, message, now, mark_ms) then
+if marks and app and not mark_cannot_run(worker_key, job_key, app, message, now, mark_ms) then
   kind, burn = 'error', true -- its list of marks is full: no free hand-back past the cap
-elseif not burn and not free_hand_back(ctx, tid, wid, now, kind ~= 'prepare') then
+elseif not burn and not free_hand_back(ctx, tid, wid, now, not marks) then
   message = string.sub('handed back without a result too often (' .. kind .. '): ' .. message,
     1, MAX_TEXT_BYTES)
   kind, burn = 'error', true -- a loop: it counts as a failure of this worker

@@ -278,3 +278,20 @@ def test_a_prepare_failure_through_the_gateway_hands_back_and_marks(gw, admin, m
     assert mark.until_ms - mark.since_ms == gw_settings.cannot_run_s * 1000
     assert claim(gw, token, ids=("a2",)).json["status"] == "wait"
     assert admin.job(job, with_tasks=False).failed == 0
+
+
+def test_an_invalid_output_through_the_gateway_is_handed_back_as_the_workers_fault(
+        gw, admin, make_token):
+    """Kind ``invalid`` (issue 31: the app's validate rejected the output): as prepare, no
+    attempt used and the worker marked with the reason, and a failure of the worker."""
+    token = make_token("black")
+    wid = join(gw, token)
+    admin.enqueue("synthetic", [TaskSpec("one", 1.0)])
+    lease = claim(gw, token).json["leases"][0]
+    fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
+    res = gw.post("/v1/fail", headers=auth(token), json={
+        "lease": fence, "kind": "invalid", "message": "invalid output: all-black image"})
+    assert res.status_code == 200 and res.json["state"] == "pending", res.json
+    assert admin.task(lease["task_id"]).attempt_count == 0
+    [w] = [w for w in admin.workers() if w.worker_id == wid]
+    assert [m.reason for m in w.cannot_run] == ["invalid output: all-black image"]

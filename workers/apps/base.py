@@ -63,6 +63,15 @@ class AppRunner(abc.ABC):
         """``"oom"`` when ``exc`` means the device ran out of memory, else ``"error"``."""
         return "oom" if isinstance(exc, MemoryError) else "error"
 
+    def validate(self, output: TaskOutput) -> None:
+        """Raise :class:`~nova_queue.errors.InvalidOutput` (its reason says what is wrong) if
+        ``output`` cannot be a right result, whatever the task: an all-black or NaN image, a
+        file that is not what it claims to be. The worker calls it on each output before
+        anything is uploaded or committed; a rejected output is the worker's fault, not the
+        task's (``fail`` kind ``invalid``: no attempt used, the worker offered no more jobs
+        of that app and model for a while). Another exception fails the batch, as one
+        from :meth:`run_batch` does. Default: every output passes. Keep it cheap."""
+
     def teardown(self) -> None:
         """Release devices and memory (called once when the worker stops)."""
 

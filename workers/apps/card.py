@@ -72,6 +72,13 @@ def render_card(prompt: str, meta: Mapping[str, str], size: int) -> bytes:
     return buf.getvalue()
 
 
+def black_png(size: int) -> bytes:
+    """An all-black ``size``² PNG: a broken device's output, for tests of validation."""
+    buf = io.BytesIO()
+    Image.new("RGB", (size, size)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
 def _colours(worker: str) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """A light background and a darker accent, both derived from the worker name."""
     digest = hashlib.sha256(worker.encode("utf-8", "replace")).digest()

@@ -16,6 +16,9 @@ first N tasks that start under these settings (``{"hang": "hard", "hang_s": 6, "
 one late result, then healthy), so a test need not race the worker to switch it back.
 ``{"prepare": "fail"}`` makes preparing a job fail (a missing runtime or model, no disk):
 the worker hands the job back without using an attempt, and its startup self-test fails.
+``{"invalid": "all"}`` makes each task return an all-black PNG (a broken driver's output),
+which :meth:`SyntheticRunner.validate` rejects: the worker hands it back (the worker's
+fault, no attempt used).
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nova_queue.apps.base import AppContext, AppSpec, TaskInput, TaskOutput
-from nova_queue.apps.synthetic import DEFAULTS, jittered_seconds
-from nova_queue.errors import AppError, ConfigError
+from nova_queue.apps.image_checks import image_problem
+from nova_queue.apps.synthetic import DEFAULTS, jittered_seconds, task_answer
+from nova_queue.errors import AppError, ConfigError, InvalidOutput
 from nova_queue.workers.apps.base import AppRunner
-from nova_queue.workers.apps.card import metadata_safe, render_card
+from nova_queue.workers.apps.card import black_png, metadata_safe, render_card
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +97,15 @@ class Control:
         if state.get("prepare") == "fail":
             raise SimulatedPrepareError("simulated: this worker cannot prepare synthetic jobs "
                                         "(its control file says prepare: fail)")
+
+    def invalid_output(self) -> bool:
+        """Whether the task that just started (:meth:`before_task`) returns an all-black
+        PNG: the file says ``{"invalid": "all"}`` (within its ``times``)."""
+        with self._lock:
+            state, under_state = self.state, self.under_state
+        times = state.get("times")
+        return state.get("invalid") == "all" and not (isinstance(times, int)
+                                                      and under_state > times)
 
     def before_task(self) -> float:
         """Apply the failure of the moment; returns the extra slowdown factor."""
@@ -171,6 +184,13 @@ class SyntheticRunner(AppRunner):
         """MemoryError (including ``oom_on``) is ``"oom"``."""
         return "oom" if isinstance(exc, MemoryError) else "error"
 
+    def validate(self, output: TaskOutput) -> None:
+        """InvalidOutput unless the card is a PNG that is neither all black nor one colour
+        (:func:`~nova_queue.apps.image_checks.image_problem`)."""
+        problem = image_problem(output.data)
+        if problem:
+            raise InvalidOutput(problem)
+
     def _run_one(self, ctx: AppContext, task: TaskInput) -> TaskOutput:
         params = task.params
         crash_on, oom_on = params.get("crash_on") or "", params.get("oom_on") or ""
@@ -191,9 +211,12 @@ class SyntheticRunner(AppRunner):
             "job": task.job_id, "task": task.task_id, "index": str(task.index),
             "attempt": str(task.attempt), "seconds": f"{seconds:g}",
             "slowdown": f"{ctx.slowdown:g}", "compute_s": f"{compute_s:.4f}",
-            "hash_rounds": str(rounds), "digest": digest,
+            "hash_rounds": str(rounds), "digest": digest, "answer": task_answer(task.input),
         }
-        png = render_card(task.input, meta, int(params.get("size", DEFAULTS["size"])))
+        size = int(params.get("size", DEFAULTS["size"]))
+        if self._control is not None and self._control.invalid_output():
+            return TaskOutput(black_png(size), "image/png", "png", meta)
+        png = render_card(task.input, meta, size)
         return TaskOutput(data=png, content_type="image/png", extension="png", metadata=meta)
 
 

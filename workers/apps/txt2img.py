@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from nova_queue.apps.base import AppContext, AppSpec, TaskInput, TaskOutput
+from nova_queue.apps.image_checks import image_problem
 from nova_queue.apps.txt2img_params import GIB, default_batch_size, task_seed, truthy
-from nova_queue.errors import AppError
+from nova_queue.errors import AppError, InvalidOutput
 from nova_queue.settings import Settings
 from nova_queue.workers.apps.base import AppRunner
 from nova_queue.workers.apps.txt2img_model import RANDOM_NOTE, is_random_model
@@ -186,9 +187,23 @@ class Txt2ImgRunner(AppRunner):
             self.prepare(params)
         images = self._generate(list(tasks), params, top=True)
         # a task that still ran out of memory alone comes back as its exception (the
-        # worker reports it as "oom"); the rest of the batch is committed
+        # worker reports it as "oom"), one whose image holds NaN as InvalidOutput (the
+        # worker's fault); the rest of the batch is committed
         return [image if isinstance(image, BaseException) else self._encode(task, image, params)
-                for task, image in zip(tasks, images)]
+                for task, image in zip(tasks, map(self._picture, images))]
+
+    def _picture(self, image: Any) -> Any:
+        """The PIL image of one float image (H, W, 3 in 0..1) of the pipeline, or the
+        InvalidOutput for one holding NaN or infinity (the fp16 VAE overflow; a PNG would
+        show it black). Quantised as diffusers' ``output_type="pil"`` does."""
+        import numpy as np
+
+        if isinstance(image, BaseException):
+            return image
+        if not np.isfinite(image).all():
+            return InvalidOutput(f"NaN or infinite pixel values ({self.dtype_name} on "
+                                 f"{self._context().backend}: try -o dtype=float32)")
+        return self.pipe.numpy_to_pil(image[None])[0]
 
     def _generate(self, tasks: list[TaskInput], params: Mapping[str, Any], top: bool = False
                   ) -> list[Any]:
@@ -220,7 +235,7 @@ class Txt2ImgRunner(AppRunner):
         result = self.pipe(
             prompt=[t.input for t in tasks], num_inference_steps=params["steps"],
             guidance_scale=params["guidance"], width=params["width"], height=params["height"],
-            generator=generators, output_type="pil",
+            generator=generators, output_type="np",  # floats: NaN is still visible
         )
         self._synchronize()
         self.last_run_s = time.perf_counter() - started
@@ -265,6 +280,15 @@ class Txt2ImgRunner(AppRunner):
         """``"oom"`` for CUDA/ROCm/MPS/host out-of-memory errors, else ``"error"``."""
         return "oom" if is_oom(exc) else "error"
 
+    def validate(self, output: TaskOutput) -> None:
+        """InvalidOutput for a PNG that is not the size asked for, all black or one colour
+        (:func:`~nova_queue.apps.image_checks.image_problem`); NaN is caught before the
+        PNG is made (``_picture``)."""
+        meta = output.metadata
+        problem = image_problem(output.data, _int(meta.get("width")), _int(meta.get("height")))
+        if problem:
+            raise InvalidOutput(problem)
+
     def teardown(self) -> None:
         """Drop the pipeline and free device caches."""
         self._unload()
@@ -280,3 +304,11 @@ class Txt2ImgRunner(AppRunner):
 
     def _free_cache(self) -> None:
         free_cache()
+
+
+def _int(text: str | None) -> int | None:
+    """``text`` as an int, None when it is not one."""
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None

@@ -1,0 +1,110 @@
+"""txt2img checks its results (issue 31): ``validate`` passes the tiny model's images and
+rejects black, wrong-size and NaN ones; ``same_result`` agrees across CPU numerics (fp32 and
+bf16) and not across seeds. The tiny random-weight model, built once per module."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("diffusers")
+pytest.importorskip("transformers")
+pytest.importorskip("imagehash")
+
+import numpy as np
+from PIL import Image
+
+from nova_queue.apps import AppContext, TaskInput
+from nova_queue.apps.txt2img import Txt2ImgSpec
+from nova_queue.apps.txt2img_params import parse_params
+from nova_queue.errors import InvalidOutput
+from nova_queue.workers.apps.txt2img import Txt2ImgRunner
+from nova_queue.workers.apps.txt2img_model import make_model
+
+pytestmark = [pytest.mark.txt2img, pytest.mark.timeout(120)]
+
+CPU = AppContext(backend="cpu", device="cpu", device_name="test CPU", worker_id="w-1",
+                 worker_name="worker-1")
+
+
+def cpu(model_dir: Path, **options: str) -> AppContext:
+    return dataclasses.replace(CPU, options={"model": str(model_dir), **options})
+
+
+def runner() -> Txt2ImgRunner:
+    return Txt2ImgRunner(Txt2ImgSpec())
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_model(tmp_path_factory.mktemp("txt2img") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def app(model_dir: Path):
+    app = runner()
+    app.setup(cpu(model_dir))
+    yield app
+    app.teardown()
+
+
+def job_params(model_dir: Path, **overrides: object) -> dict:
+    return parse_params({"model": str(model_dir), "width": "64", "height": "64", **overrides})
+
+
+def make_inputs(params: dict, prompts: list[str], job: str = "job-a") -> list[TaskInput]:
+    return [TaskInput(task_id=f"{job}:{i}", job_id=job, index=i, input=p, cost=1.0,
+                      params=params, attempt=1, lease_gen=1, attempt_id=f"att-{i}")
+            for i, p in enumerate(prompts)]
+
+
+def test_the_tiny_models_images_pass_validate(app: Txt2ImgRunner, model_dir: Path):
+    outputs = app.run_batch(make_inputs(job_params(model_dir, seed="5"), ["a cat", "a dog"]))
+    for out in outputs:
+        app.validate(out)  # noise, not a failure: neither black nor one colour
+
+
+def test_validate_rejects_a_black_image_and_the_wrong_size(app: Txt2ImgRunner, model_dir: Path):
+    out = app.run_batch(make_inputs(job_params(model_dir), ["a cat"]))[0]
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 64)).save(buf, format="PNG")
+    with pytest.raises(InvalidOutput, match="invalid output: all-black image"):
+        app.validate(dataclasses.replace(out, data=buf.getvalue()))
+    with pytest.raises(InvalidOutput, match="the task asked for 64x96"):
+        app.validate(dataclasses.replace(out, metadata={**out.metadata, "height": "96"}))
+
+
+def test_a_nan_image_comes_back_as_invalid_output(app, model_dir, monkeypatch):
+    """The classic fp16 VAE failure: NaN pixels, caught before they turn black in a PNG."""
+    params = job_params(model_dir, seed="2")
+    real = app._call_pipeline
+
+    def half_nan(tasks, params):
+        images = real(tasks, params)
+        images[0] = np.full_like(images[0], np.nan)
+        return images
+
+    monkeypatch.setattr(app, "_call_pipeline", half_nan)
+    bad, good = app.run_batch(make_inputs(params, ["a cat", "a dog"]))
+    assert isinstance(bad, InvalidOutput) and "NaN or infinite pixel values" in str(bad)
+    app.validate(good)
+
+
+def test_one_task_agrees_across_numerics_and_not_with_another_seed(app, model_dir):
+    spec = Txt2ImgSpec()
+    bf16 = runner()
+    bf16.setup(cpu(model_dir, dtype="bfloat16"))
+    try:
+        params = job_params(model_dir, seed="8")
+        fp32_png = app.run_batch(make_inputs(params, ["a cat"]))[0].data
+        bf16_png = bf16.run_batch(make_inputs(params, ["a cat"]))[0].data
+        other = app.run_batch(make_inputs(job_params(model_dir, seed="9"), ["a cat"]))[0].data
+    finally:
+        bf16.teardown()
+    assert fp32_png != bf16_png  # the numerics differ ...
+    assert spec.same_result(fp32_png, bf16_png, params=params)  # ... the image does not
+    assert not spec.same_result(fp32_png, other, params=params)
