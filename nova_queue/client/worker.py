@@ -236,8 +236,11 @@ class WorkerCalls(Part):
         the worker is quarantined), or ``shutdown`` or ``infra`` (the worker or a dependency
         failed: no attempt is used), or ``prepare`` (the worker could not prepare the job: no
         attempt is used, and the worker is not offered jobs of its app and model for
-        ``cannot_run_s``). ``batch``: how many tasks the failed run held (after ``oom``, a
-        smaller batch may fit). State ``leased``: the task's other attempt runs on."""
+        ``cannot_run_s``), or ``invalid`` (its output failed the app's ``validate``: as
+        ``prepare``, and it counts as one of the worker's failures). ``prepare`` and
+        ``invalid`` are free at most 3 times per task. ``batch``: how many tasks the failed
+        run held (after ``oom``, a smaller batch may fit). State ``leased``: the task's other
+        attempt runs on."""
         k, st = self.keys, self.settings
         code, state = self.caller.run(
             "fail",
