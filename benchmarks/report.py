@@ -55,7 +55,7 @@ def _makespan_targets(s: dict[str, Any] | None, add: Any) -> None:
 def _other_targets(res: dict[str, Any], add: Any) -> None:
     """The targets of throughput, recovery, scale, placement, the gateway and the soak."""
     t, r, c = (res.get(k) for k in ("throughput", "recovery", "scale"))
-    add("lifecycle throughput ≥ 10 × RQ SimpleWorker (best ÷ best)", t, t and (
+    add("protocol loop ≥ 10 × RQ SimpleWorker (best ÷ best)", t, t and (
         f"{t['nova_over_rq']:.1f} × (paired per repeat at 1 / 2 / 4 processes: "
         + " / ".join(f"{row['nova_over_rq']:.1f}" for row in t["rows"]) + ")"),
         t and t["nova_over_rq"] >= 10)
