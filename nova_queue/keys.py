@@ -24,7 +24,7 @@ key                                     type     TTL  written by         read by
 ======================================  =======  ===  =================  ========
 nova:{ns}:job:<job>                     hash     -    E C K F P X T Y O  C U B Q
 nova:{ns}:task:<job>:<index>            hash     -    E C R K F P X T A  U B Q
-nova:{ns}:inline:<job>:<index>          string   -    K Y                U B Q
+nova:{ns}:inline:<job>:<index>          hash     -    K Y                U B Q
 nova:{ns}:jobs                          zset     -    E Y O              U B
 nova:{ns}:staging                       zset     -    E A P O            P
 nova:{ns}:stage:<job>                   zset     -    E A                E
@@ -82,8 +82,8 @@ Fields and members:
   workers it failed or timed out on) ``free_backs`` (times it was handed back without using
   an attempt: a shutdown, an infra failure, a preparation failure).
   A task id is ``<job>:<index>``.
-- ``inline:<job>:<index>``: the task's committed result itself when it was small enough to
-  be held in Redis (``NOVA_INLINE_RESULT_BYTES``; :mod:`nova_queue.results`), written by
+- ``inline:<job>:<index>``: ``data``, the task's committed result itself when it was small
+  enough to be held in Redis (``NOVA_INLINE_RESULT_BYTES``; :mod:`nova_queue.results`), written by
   the commit that holds the lease, deleted with the task.
 - ``pending:<app>``: task ids scored ``(1000 - priority) * 2**42 + seq`` — priority first,
   then FIFO, where ``seq = seq0 + index + 1`` (``seq0``: the job's block of the ``seq``

@@ -2,7 +2,7 @@
 
 A worker holds a result of 1 to ``Settings.inline_result_bytes`` bytes (default 1024, at most
 :data:`~nova_queue.limits.MAX_INLINE_BYTES`) in Redis: the commit itself writes it, under the
-task's key ``inline:<task id>``, fenced like the rest of the commit (a stale commit writes
+task's hash ``inline:<task id>`` (field ``data``), fenced like the rest of the commit (a stale commit writes
 nothing), as BullMQ keeps a job's return value. That saves the store's round trips and a
 file store's fsyncs, which cost a small task more than its run. A larger result goes to the
 store first, under its write-once result key, then the commit points the task at it.
@@ -71,7 +71,7 @@ class Results:
         pipe = self.redis.pipeline(transaction=False)
         pipe.hmget(self.keys.task(tid), ["result", "meta", "input", "lease_gen", "attempt_id",
                                          "worker", "worker_name", "backend"])
-        pipe.execute_command("GET", self.keys.inline(tid), **{NEVER_DECODE: []})
+        pipe.execute_command("HGET", self.keys.inline(tid), "data", **{NEVER_DECODE: []})
         fields, data = pipe.execute()
         if data is None or _text(fields[0]) != key:
             return None  # not held inline, or an older attempt's key: the store's

@@ -35,9 +35,9 @@
   ARGV[12] quarantine after (1..1000): a worker whose failed tasks succeed elsewhere this
            many times in its failure streak is quarantined (blame_others)
   ARGV[13] quarantine cool-down (ms, 1..86400000)
-  ARGV[14] the result itself when it is held in Redis (1 to 65536 bytes, written to
-           nova:{ns}:inline:<task id> when the commit holds; the store holds nothing under
-           ARGV[6]), or "" when the store holds it under ARGV[6]
+  ARGV[14] the result itself when it is held in Redis (1 to 65536 bytes, written to the
+           field data of nova:{ns}:inline:<task id> when the commit holds; the store holds
+           nothing under ARGV[6]), or "" when the store holds it under ARGV[6]
 
   Checks: sizes, KEYS[1..2] and MAXLEN before anything else; the fence next (a stale
   report is rejected as stale whatever else it carries); then the holder's result key,

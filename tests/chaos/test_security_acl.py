@@ -391,3 +391,31 @@ def test_a_glob_namespace_would_open_every_namespace_and_is_refused(acl_redis):
             Settings(namespace=ns)
         with pytest.raises(ConfigError, match="invalid namespace"):
             chaos_client(f"redis://127.0.0.1:{server.port}/0", ns)
+
+
+def test_a_small_result_is_held_by_the_worker_role_and_read_by_the_gallery_role(
+        acl_redis, namespace, tmp_path):
+    """A result held in Redis (nova_queue/results.py) needs nothing past the documented
+    roles: the worker's commit writes it with the commands its scripts already call, and
+    the gallery reads it with HGET and HMGET."""
+    from nova_queue.keys import result_key
+    from nova_queue.results import Results
+    from nova_queue.stores import open_store
+
+    _, urls, admin = acl_redis
+    load_scripts(admin)
+    admin.enqueue("synthetic", [TaskSpec("small", 1.0)])
+    worker = chaos_client(urls["nova-worker"], namespace)
+    gallery = chaos_client(urls["nova-gallery"], namespace)
+    try:
+        worker.register_worker("w-inline", {"name": "w-inline"}, ["synthetic"])
+        [lease] = worker.claim("w-inline", "synthetic").leases
+        key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "txt")
+        worker.complete("w-inline", lease, key, run_s=0.1, warm=True,
+                        meta={"content_type": "text/plain"}, inline=b"\x00small\xff")
+        obj = Results(gallery.redis, gallery.keys, open_store(tmp_path.as_uri())).get(key)
+        assert (obj.data, obj.content_type) == (b"\x00small\xff", "text/plain")
+        _refused(gallery.redis, "HSET", admin.keys.inline(lease.task_id), "data", "forged")
+    finally:
+        worker.close()
+        gallery.close()

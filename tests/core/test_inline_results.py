@@ -73,7 +73,7 @@ def test_a_stale_commit_writes_no_inline_result(nova, results):
     assert results.get(rkey(new)).data == b"newer"
     with pytest.raises(ObjectNotFoundError):
         results.get(rkey(old))
-    assert nova.redis.get(nova.keys.inline(old.task_id)) == "newer"
+    assert nova.redis.hget(nova.keys.inline(old.task_id), "data") == "newer"
 
 
 def test_batched_and_combined_commits_carry_inline_results(nova, results):
