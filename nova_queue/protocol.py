@@ -18,6 +18,13 @@ one), a task's ``failed_on`` lists worker identities, the event stream holds pac
 entries (``claimed_many``, ``completed_many``) that readers of 2 do not unpack, and a
 small result may be held in Redis (``inline:<task>``) rather than the store, which readers
 of 2 would not find.
+
+A version is raised once per release, not once per change: a change made while the next
+release is unreleased ships under the version it already raised. 3 is such a version (no
+release speaks it yet: ``__version__`` is still 0.1.0, which spoke 2), raised after the
+packed entries landed and naming them, so they (and the inline results) need no 4. Readers
+of 2 and of 4 refuse a namespace of 3 before reading its stream
+(``tests/e2e/test_version_skew.py``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ listens on a loopback address, only loopback names), ``NOVA_WEB_PROXY_HOPS`` (tr
 (live sockets held at once: ``sockets.py``).
 
 All state lives in Redis, so the process can restart at any time. ``serve`` runs
-werkzeug's threaded server (one thread per connection; a WebSocket holds one); for more
+werkzeug's threaded server (one thread per connection; a WebSocket holds one; set up in
+``nova_queue/serving.py``, shared with the gateway); for more
 load run ``create_app()`` under gunicorn with ``--worker-class gthread --threads N``.
 """
 
@@ -20,7 +21,6 @@ import functools
 import ipaddress
 import logging
 import secrets
-import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,16 +28,11 @@ import redis
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException, SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
-from werkzeug.serving import (
-    BaseWSGIServer,
-    WSGIRequestHandler,
-    get_sockaddr,
-    make_server,
-    select_address_family,
-)
+from werkzeug.serving import BaseWSGIServer
 
 from nova_queue.client import NovaClient
 from nova_queue.errors import ConfigError, NovaError, ProtocolMismatchError
+from nova_queue.serving import serve_until_interrupted, werkzeug_server
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore
 from nova_queue.web import (
@@ -193,34 +188,12 @@ def _register_errors(app: Flask) -> None:
         return render_template("error.html", code=400, title="Error", message=str(exc)), 400
 
 
-class _NoDelayHandler(WSGIRequestHandler):
-    """Sends each answer without Nagle's delay: werkzeug writes the headers and the body
-    separately, and a small second write waits for the peer's delayed ACK (up to 40 ms).
-    (This server closes each connection after one answer; ``nova-queue gateway`` runs on
-    waitress, which keeps them alive, when it is installed.)"""
-
-    def setup(self) -> None:
-        super().setup()
-        if self.connection.family in (socket.AF_INET, socket.AF_INET6):
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
 def make_web_server(settings: Settings, host: str = "127.0.0.1", port: int = 8000,
                     app: Flask | None = None) -> BaseWSGIServer:
-    """A threaded werkzeug server for the app, bound but not yet serving (``.port`` is the
-    bound port). Raises OSError when the address cannot be bound."""
-    # Bind here: werkzeug prints and calls sys.exit when it fails to bind by itself.
-    family = select_address_family(host, port)
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(get_sockaddr(host, port, family))
-        sock.listen(128)
-        app = app or create_app(settings=settings, bind_host=host)
-        return make_server(host, port, app, threaded=True, fd=sock.fileno(),
-                           request_handler=_NoDelayHandler)
-    finally:
-        sock.close()  # the server holds its own duplicate of the socket
+    """The app (made from ``settings`` unless given) on werkzeug's threaded server
+    (``nova_queue/serving.py``), bound but not yet serving (``.port`` is the bound port).
+    Raises OSError when the address cannot be bound."""
+    return werkzeug_server(app or create_app(settings=settings, bind_host=host), host, port)
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, *,
@@ -234,16 +207,3 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, *,
     server = make_web_server(settings, host, port, app)
     log.debug("nova-queue web serving on http://%s:%d", host, server.port)
     serve_until_interrupted(server, on_ready, state_of(app).close)
-
-
-def serve_until_interrupted(server: BaseWSGIServer, on_ready: Callable[[int], None] | None,
-                            close: Callable[[], None]) -> None:
-    """Tell ``on_ready`` the bound port, serve until interrupted, then close the server and
-    call ``close`` (the app's connections): the web app's and the gateway's ``serve``."""
-    if on_ready is not None:
-        on_ready(server.port)
-    try:
-        server.serve_forever()
-    finally:
-        server.server_close()
-        close()

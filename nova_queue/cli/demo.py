@@ -40,7 +40,9 @@ def demo(workers: int, prompts: int, data: Path | None, port: int, no_browser: b
          kill_one: bool, app: str, model: str | None, exit_when_done: bool) -> None:
     """Run a whole pool on this machine: Redis, gallery, workers, and a job of prompts."""
     from nova_queue.cli.demo_pool import Demo, DemoOptions
+    from nova_queue.cli.post import require_rq
 
+    require_rq("the demo's post-worker")  # before anything starts
     if app == "txt2img" and not model:
         fail("--app txt2img needs --model DIR (nova-queue make-model DIR writes a tiny one)")
     if model and not Path(model).is_dir():

@@ -128,7 +128,7 @@ def gateway(ctx: Context, bind: str, server: str | None, threads: int) -> None:
             fail(f"the gateway needs Flask: pip install 'nova-queue[gateway]' ({exc.name} is "
                  "missing)")
         raise
-    from nova_queue.gateway.app import default_server
+    from nova_queue.serving import default_server
 
     if server == "waitress" and default_server() != "waitress":
         fail("--server waitress needs waitress: pip install 'nova-queue[gateway]'")

@@ -1,4 +1,5 @@
-"""``nova-queue post-worker``: builds finished jobs' artifacts (RQ, no fork per job)."""
+"""``nova-queue post-worker``: builds finished jobs' artifacts (RQ, no fork per job; RQ is
+the ``post`` extra)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,18 @@ import sys
 
 import click
 
-from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
+from nova_queue.cli.base import Context, fail, handle_errors, pass_ctx, shared_options
+
+#: What installs RQ, the post-worker's queue (not a core dependency).
+INSTALL_HINT = "pip install 'nova-queue[post]'"
+
+
+def require_rq(what: str) -> None:
+    """Exit with one line naming the ``post`` extra when RQ cannot be imported."""
+    try:
+        import rq  # noqa: F401
+    except ImportError as exc:
+        fail(f"{what} needs RQ: {INSTALL_HINT} ({exc.name or 'rq'} is missing)")
 
 
 @click.command("post-worker")
@@ -24,7 +36,9 @@ from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 @handle_errors
 def post_worker(ctx: Context, burst: bool, sweep_interval_s: float, name: str | None) -> None:
     """Build manifest.json, contact-sheet.png and a zip for every finished job, and POST
-    NOVA_WEBHOOK_URL if set. Queue: nova-post (namespace default) or nova-post:<ns>."""
+    NOVA_WEBHOOK_URL if set. Queue: nova-post (namespace default) or nova-post:<ns>.
+    Needs the post extra (RQ)."""
+    require_rq("the post-worker")
     from nova_queue.post.worker import PostWorker
 
     worker = PostWorker(ctx.settings, sweep_interval_s=sweep_interval_s, name=name)

@@ -2,7 +2,9 @@
 
 ``create_app()`` builds the Flask app (``gunicorn 'nova_queue.gateway:create_app()'``
 works); ``nova-queue gateway`` serves it with :func:`serve` on waitress when it is
-installed (``nova-queue[gateway]``), else on the server ``nova-queue web`` uses. See ``app.py`` for what it holds and ``routes.py`` for the calls.
+installed (``nova-queue[gateway]``), else on werkzeug's threaded server, as ``nova-queue
+web`` does (both from ``nova_queue/serving.py``; the gateway never imports the web layer).
+See ``app.py`` for what it holds and ``routes.py`` for the calls.
 """
 
 from nova_queue.gateway.app import create_app, serve

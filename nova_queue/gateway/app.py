@@ -8,7 +8,8 @@ them can be restarted at any time. Serve it behind a TLS reverse proxy. ``serve`
 on waitress (``nova-queue[gateway]``): HTTP/1.1 keep-alive, so a worker's calls reuse one
 connection, and a fixed pool of threads (a claim's long poll holds one for up to 10 s);
 without waitress, or with ``--server werkzeug``, on the threaded werkzeug server
-``nova-queue web`` uses, which closes each connection after one answer. Measured side by
+``nova-queue web`` uses, which closes each connection after one answer (both set up in
+``nova_queue/serving.py``, shared with the gallery). Measured side by
 side (``benchmarks/gateway_profile.py``), waitress answers a commit about 0.5-0.8 ms
 sooner. Under gunicorn, use ``--worker-class gthread``.
 
@@ -28,11 +29,12 @@ import redis
 from flask import Flask, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from nova_queue import errors, wire
+from nova_queue import errors, serving, wire
 from nova_queue.client import NovaClient
 from nova_queue.dist import WheelCache
 from nova_queue.gateway import commits, dist, routes
 from nova_queue.gateway.auth import AUTH_LUA, RateLimited
+from nova_queue.serving import WaitressLimits
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 
@@ -145,34 +147,19 @@ def _register_errors(app: Flask) -> None:
         return jsonify({"error": message, "kind": "too_large" if code == 413 else "http"}), code
 
 
-#: The HTTP servers ``nova-queue gateway`` can run: waitress (``nova-queue[gateway]``),
-#: else werkzeug's threaded one (the one ``nova-queue web`` runs).
-SERVERS = ("waitress", "werkzeug")
-#: waitress: requests served at once (a claim's long poll holds one for up to 10 s) and
-#: connections kept open (each worker thread keeps one alive; one client keeps at most
-#: ``NOVA_GATEWAY_CONNECTIONS_PER_CLIENT``: ``connections.py``).
-DEFAULT_THREADS = 64
-CONNECTION_LIMIT = 1000
-#: waitress closes a connection idle this long (no request in progress, nothing received;
-#: its default is 120 s), looking every CLEANUP_INTERVAL_S; a worker's link reconnects.
-CHANNEL_TIMEOUT_S = 30
-CLEANUP_INTERVAL_S = 10
-
-
-def default_server() -> str:
-    """waitress when it is installed, else werkzeug."""
-    try:
-        import waitress  # noqa: F401
-    except ImportError:
-        return "werkzeug"
-    return "waitress"
+#: waitress's limits for the gateway (``nova_queue/serving.py``): 64 requests served at
+#: once (a claim's long poll holds one for up to 10 s), 1,000 connections in all (each
+#: worker thread keeps one alive), idle ones closed after 30 s; ``serve`` adds the body
+#: limit and NOVA_GATEWAY_CONNECTIONS_PER_CLIENT.
+LIMITS = WaitressLimits()
+DEFAULT_THREADS = LIMITS.threads
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8700, *,
           on_ready: Callable[[int], None] | None = None, server: str | None = None,
           threads: int = DEFAULT_THREADS) -> None:
-    """Serve until interrupted on ``server`` (:data:`SERVERS`; default: :func:`default_server`);
-    ``on_ready`` gets the bound port (useful with port 0)."""
+    """Serve until interrupted on ``server`` (``serving.SERVERS``; default: waitress when it
+    is installed, else werkzeug); ``on_ready`` gets the bound port (useful with port 0)."""
     app = create_app(settings=settings)
     state = app.extensions["nova_gateway"]
     app.extensions["nova_wheel"].start()  # in the background: workers are served meanwhile
@@ -182,41 +169,13 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8700, *,
         protocol.check(state.client.redis, state.client.keys)
     except redis.RedisError as exc:  # Redis not up yet: each request answers 503 meanwhile
         log.warning("cannot check the namespace's protocol version yet: %s", exc)
-    if (server or default_server()) == "waitress":
-        _serve_waitress(app, host, port, on_ready, state.close, threads)
-        return
-    from nova_queue.web.app import make_web_server, serve_until_interrupted
-
-    serve_until_interrupted(make_web_server(settings, host, port, app), on_ready, state.close)
-
-
-def _serve_waitress(app: Flask, host: str, port: int, on_ready: Callable[[int], None] | None,
-                    close: Callable[[], None], threads: int) -> None:
-    """waitress: HTTP/1.1 keep-alive (werkzeug's server closes every connection), a fixed
-    pool of ``threads``; it buffers a request's body before the app runs, up to the app's
-    size limit (413 above, before the app sees it); idle connections close after
-    CHANNEL_TIMEOUT_S, and one client keeps at most NOVA_GATEWAY_CONNECTIONS_PER_CLIENT."""
-    from waitress.server import create_server
-
-    from nova_queue.gateway.connections import capped_channel
-
-    server = create_server(app, host=host, port=port, threads=threads,
-                           connection_limit=CONNECTION_LIMIT, ident="nova-queue-gateway",
-                           channel_timeout=CHANNEL_TIMEOUT_S,
-                           cleanup_interval=CLEANUP_INTERVAL_S,
-                           clear_untrusted_proxy_headers=True,
-                           max_request_body_size=app.config["MAX_CONTENT_LENGTH"])
-    per_client = app.config["NOVA_SETTINGS"].gateway_connections_per_client
-    if per_client:
-        channel = capped_channel(per_client)
-        # create_server gives one server, or one per address a host name resolves to
-        for each in [server, *(getattr(server, "map", None) or {}).values()]:
-            if hasattr(each, "active_channels"):
-                each.channel_class = channel
-    if on_ready is not None:
-        on_ready(server.effective_port)
-    try:
-        server.run()
-    finally:
-        server.close()
-        close()
+    # waitress buffers a request's body before the app runs, up to the app's size limit
+    # (413 above, before the app sees it); one client keeps at most
+    # NOVA_GATEWAY_CONNECTIONS_PER_CLIENT connections
+    limits = dataclasses.replace(
+        LIMITS, threads=threads, max_request_body_bytes=app.config["MAX_CONTENT_LENGTH"],
+        per_client=settings.gateway_connections_per_client,
+        per_client_setting="NOVA_GATEWAY_CONNECTIONS_PER_CLIENT")
+    bound = serving.bind(app, host, port, server=server or serving.default_server(),
+                         limits=limits, ident="nova-queue-gateway")
+    serving.serve_until_interrupted(bound, on_ready, state.close)

@@ -8,7 +8,11 @@
   by either CLI, and ``doctor --repair`` adds what the old release does not write
   (retention entries, departed workers);
 - a next release (this code with protocol 4) and this one refuse each other: worker, CLI
-  and gallery each stop with one line naming both versions and what to upgrade.
+  and gallery each stop with one line naming both versions and what to upgrade;
+- the event stream's packed entries (``claimed_many``, ``completed_many``), which protocol 3
+  introduced: this release reads them as one event per task, and a gallery or CLI of
+  protocol 2 (this code with protocol 2, standing for a protocol-2 release that checks) or
+  of protocol 4 answers 503 or one line naming both versions instead of listing them.
 
 A release's tree is laid out as it installs (``nova_queue/`` with ``workers/`` and ``web/``
 inside) and imported through ``sys.path``, ahead of this checkout's editable install.
@@ -16,6 +20,7 @@ inside) and imported through ``sys.path``, ahead of this checkout's editable ins
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -24,8 +29,11 @@ from pathlib import Path
 import pytest
 from novatests.chaos.history import check
 from novatests.cli import nova_env, process_env, run_cli, write
+from novatests.leases import join, rkey
+from novatests.seed import set_speed
 
-from nova_queue import NovaClient, doctor
+from nova_queue import NovaClient, TaskSpec, doctor
+from nova_queue.batch_calls import BatchCommit
 from nova_queue.stores import open_store
 
 pytestmark = pytest.mark.slow
@@ -60,16 +68,29 @@ def previous(tmp_path_factory) -> Path:
     return _as_installed(dest)
 
 
-@pytest.fixture(scope="module")
-def next_release(tmp_path_factory) -> Path:
-    """This code as a release of protocol 4 would ship it."""
-    dest = tmp_path_factory.mktemp("next")
+def _speaking(dest: Path, version: int) -> Path:
+    """This code, as a release of protocol ``version`` would ship it, in ``dest``."""
     ignore = shutil.ignore_patterns("__pycache__")
     for sub in ("nova_queue", "workers", "web"):
         shutil.copytree(ROOT / sub, dest / sub, ignore=ignore)
     module = dest / "nova_queue" / "protocol.py"
-    module.write_text(module.read_text().replace("\nPROTOCOL = 3\n", "\nPROTOCOL = 4\n"))
+    text = module.read_text()
+    assert "\nPROTOCOL = 3\n" in text
+    module.write_text(text.replace("\nPROTOCOL = 3\n", f"\nPROTOCOL = {version}\n"))
     return _as_installed(dest)
+
+
+@pytest.fixture(scope="module")
+def next_release(tmp_path_factory) -> Path:
+    """This code as a release of protocol 4 would ship it."""
+    return _speaking(tmp_path_factory.mktemp("next"), 4)
+
+
+@pytest.fixture(scope="module")
+def protocol_2(tmp_path_factory) -> Path:
+    """This code as a release of protocol 2 that checks it (the last protocol-2 code, the
+    commit before protocol 3, already wrote packed entries: no release of it did)."""
+    return _speaking(tmp_path_factory.mktemp("protocol2"), 2)
 
 
 def release(root: Path, args: list[str], env: dict[str, str],
@@ -78,6 +99,31 @@ def release(root: Path, args: list[str], env: dict[str, str],
     return subprocess.run([sys.executable, "-c", SHIM.format(root=str(root)), *args],
                           env=process_env(env), capture_output=True, text=True,
                           timeout=timeout_s, check=False)
+
+
+GALLERY = """
+import json, sys
+sys.path.insert(0, {root!r})
+import nova_queue
+assert nova_queue.__file__.startswith({root!r}), nova_queue.__file__
+from nova_queue.settings import Settings
+from nova_queue.web import create_app
+app = create_app({{"TESTING": True}}, settings=Settings(redis_url={url!r}, namespace={ns!r}))
+pages = {{}}
+for path in ("/", "/api/events", "/events"):
+    resp = app.test_client().get(path)
+    pages[path] = [resp.status_code, resp.get_data(as_text=True)]
+print(json.dumps(pages))
+"""
+
+
+def gallery_pages(root: Path, redis_url: str, namespace: str) -> dict[str, list]:
+    """The gallery of the release at ``root``: [status, body] of its pages and events API."""
+    code = GALLERY.format(root=str(root), url=redis_url, ns=namespace)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.splitlines()[-1])
 
 
 def last_line(stderr: str) -> str:
@@ -153,3 +199,37 @@ def test_releases_of_another_protocol_refuse_in_one_line(next_release, redis_url
                                                           namespace=namespace + "-4"))
     page = app.test_client().get("/")
     assert page.status_code == 503 and upgrade in page.get_data(as_text=True)
+
+
+def test_readers_of_another_protocol_refuse_a_stream_of_packed_entries(
+        protocol_2, next_release, redis_url, namespace, tmp_path):
+    nova = NovaClient.from_url(redis_url, namespace=namespace)
+    try:
+        job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 1.0) for i in range(4)])
+        join(nova, "w1")
+        set_speed(nova, "w1", "synthetic", 0.01)
+        leases = nova.claim("w1", "synthetic", 4).leases
+        nova.complete_batch("w1", [BatchCommit(x, rkey(x), 0.1, True) for x in leases])
+        raw = [f["type"] for _, f in nova.redis.xrange(nova.keys.events(), "-", "+")]
+        assert raw == ["enqueued", "worker_joined", "claimed_many", "completed_many",
+                       "job_finished"]
+        # this release: one event per task
+        types = [e.type for e in nova.events(count=1000)]
+        assert types.count("claimed") == 4 and types.count("completed") == 4
+    finally:
+        nova.close()
+    env = nova_env(redis_url, namespace, tmp_path)
+    answers = {
+        protocol_2: "speaks protocol 2: upgrade nova-queue here to a release that speaks "
+                    "protocol 3",
+        next_release: "speaks protocol 4: run a release that speaks protocol 3 here, or move "
+                      "the whole pool to a new namespace (docs/DEPLOY.md, Upgrades)",
+    }
+    for root, answer in answers.items():
+        for path, (status, body) in gallery_pages(root, redis_url, namespace).items():
+            assert status == 503 and answer in body, (root.name, path, status, body[:300])
+            assert "claimed" not in body and "completed" not in body, path  # nothing listed
+        res = release(root, ["--log-level", "ERROR", "status", job], env)
+        line = last_line(res.stderr)
+        assert res.returncode == 1 and "speaks protocol 3 but this nova-queue" in line, res.stderr
+        assert line.endswith(answer)

@@ -4,16 +4,16 @@ client, tokens, and a gateway served in this process (helpers for real processes
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from novatests.serving import served
 
 from nova_queue import Settings, tokens
 from nova_queue.client import NovaClient
 from nova_queue.gateway import create_app
-from nova_queue.web.app import make_web_server
+from nova_queue.serving import werkzeug_server
 
 
 @pytest.fixture
@@ -62,11 +62,5 @@ def make_token(admin: NovaClient):
 @pytest.fixture
 def live_gateway(gw_app) -> Iterator[str]:
     """The gateway served on a free port in a thread of this process; its URL."""
-    settings = gw_app.config["NOVA_SETTINGS"]
-    server = make_web_server(settings, "127.0.0.1", 0, gw_app)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.port}"
-    server.shutdown()
-    thread.join(10)
-    server.server_close()
+    with served(werkzeug_server(gw_app)) as port:
+        yield f"http://127.0.0.1:{port}"

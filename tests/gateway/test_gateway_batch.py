@@ -18,6 +18,7 @@ import threading
 import pytest
 from novatests.gateway import auth, gateway_worker, join
 from novatests.seed import set_speed
+from novatests.serving import served
 
 from nova_queue import Settings, TaskSpec, wire
 from nova_queue.client import BatchCommit
@@ -26,6 +27,7 @@ from nova_queue.keys import result_key
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.local import wait_for
 from nova_queue.models import CompleteResult
+from nova_queue.serving import werkzeug_server
 from nova_queue.stores import open_store
 from nova_queue.workers.link import GatewayLink
 
@@ -212,15 +214,11 @@ def test_the_link_cuts_a_batch_within_the_gateways_limits(gw_settings, admin, ma
     """Results of 1500 bytes against a limit of 2048: one request each, the claim with the
     last; every commit answered, in order."""
     from nova_queue.gateway import create_app
-    from nova_queue.web.app import make_web_server
 
     settings = dataclasses.replace(gw_settings, gateway_max_result_bytes=2048)
     app = create_app(settings=settings)
-    server = make_web_server(settings, "127.0.0.1", 0, app)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        link, wid, commits = joined_link(f"http://127.0.0.1:{server.port}", admin,
+    with served(werkzeug_server(app), app.extensions["nova_gateway"].close) as port:
+        link, wid, commits = joined_link(f"http://127.0.0.1:{port}", admin,
                                          make_token("cut"), 3, size=1500)
         assert link.batches and link.max_result_bytes == 2048
         res = link.complete_batch(wid, commits, app="synthetic", k=2)
@@ -230,11 +228,6 @@ def test_the_link_cuts_a_batch_within_the_gateways_limits(gw_settings, admin, ma
         for c in commits:
             assert store.get(c.result_key).data == bytes([c.lease.index]) * 1500
             assert admin.task(c.lease.task_id).state == "done"
-    finally:
-        server.shutdown()
-        thread.join(10)
-        server.server_close()
-        app.extensions["nova_gateway"].close()
 
 
 def test_a_gateway_without_batches_gets_a_batch_one_commit_at_a_time(live_gateway, gw_app,

@@ -5,18 +5,18 @@ trips over 1 s)."""
 from __future__ import annotations
 
 import dataclasses
-import ssl
 import threading
 import time
 
 import pytest
 import redis
 from novatests.gateway import DelayProxy, gateway_worker
-from novatests.tls import make_certs
-from werkzeug.serving import make_server
+from novatests.serving import served
+from novatests.tls import make_certs, server_context
 
 from nova_queue import Settings, TaskSpec, errors, tokens
 from nova_queue.local import free_port
+from nova_queue.serving import serve_until_interrupted, stop, werkzeug_server
 from nova_queue.workers.link import GatewayLink, GatewayUnreachable
 
 
@@ -26,22 +26,13 @@ def link(url: str, token: str, **extra) -> GatewayLink:
 
 def test_the_link_checks_tls_against_the_ca_it_is_given(gw_app, make_token, tmp_path):
     certs = make_certs(tmp_path)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(certs["server.crt"], certs["server.key"])
-    server = make_server("127.0.0.1", 0, gw_app, threaded=True, ssl_context=ctx)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     token = make_token("tls")
-    url = f"https://127.0.0.1:{server.port}"
-    try:
+    with served(werkzeug_server(gw_app, ssl_context=server_context(certs))) as port:
+        url = f"https://127.0.0.1:{port}"
         hello = link(url, token, gateway_ca_bundle=str(certs["ca.crt"])).hello(threading.Event())
         assert hello is not None and hello["worker_id"].startswith("tls.")
         with pytest.raises(errors.ConfigError, match="TLS check"):
             link(url, token).hello(threading.Event())  # the system CAs do not know it
-    finally:
-        server.shutdown()
-        thread.join(10)
-        server.server_close()
 
 
 def test_link_errors_mean_what_they_mean_to_a_direct_worker(live_gateway, make_token):
@@ -64,12 +55,13 @@ def test_a_worker_over_a_slow_link(gw_settings, admin, tmp_path, namespace):
     """Round trips of 1.2 s (0.6 s each way): heartbeats every 2 s and 10 s leases hold,
     the job finishes with no lease lost."""
     from nova_queue.gateway import create_app
-    from nova_queue.web.app import make_web_server
 
     settings = dataclasses.replace(gw_settings, lease_ttl_s=10.0, heartbeat_interval_s=2.0)
     app = create_app(settings=settings)
-    server = make_web_server(settings, "127.0.0.1", 0, app)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    server = werkzeug_server(app)
+    thread = threading.Thread(target=serve_until_interrupted,
+                              args=(server, None, app.extensions["nova_gateway"].close),
+                              daemon=True)
     thread.start()
     proxy = DelayProxy(server.port, 0.6)
     token = tokens.create(admin, "far")
@@ -85,7 +77,5 @@ def test_a_worker_over_a_slow_link(gw_settings, admin, tmp_path, namespace):
     finally:
         w.close()
         proxy.close()
-        server.shutdown()
+        stop(server)
         thread.join(10)
-        server.server_close()
-        app.extensions["nova_gateway"].close()

@@ -6,7 +6,6 @@ told which command installs the gateway's (it still joins)."""
 from __future__ import annotations
 
 import logging
-import ssl
 import subprocess
 import threading
 import time
@@ -14,11 +13,12 @@ import time
 import pytest
 from novatests.cli import nova_command, process_env
 from novatests.gateway import NO_REDIS, NO_STORE, GatewayProc
-from novatests.tls import make_certs
-from werkzeug.serving import make_server
+from novatests.serving import served
+from novatests.tls import make_certs, server_context
 
 from nova_queue import Settings, __version__, errors, tokens
 from nova_queue.gateway import routes
+from nova_queue.serving import werkzeug_server
 from nova_queue.workers.link import GatewayLink
 
 #: What "within a few seconds" means here (the probes take at most 3 s each).
@@ -50,15 +50,8 @@ def test_https_to_a_plain_http_gateway_is_named_at_once(live_gateway, make_token
 def tls_gateway(gw_app, tmp_path):
     """The gateway app on HTTPS (a private CA); (URL, CA path)."""
     certs = make_certs(tmp_path)
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(certs["server.crt"], certs["server.key"])
-    server = make_server("127.0.0.1", 0, gw_app, threaded=True, ssl_context=ctx)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"https://127.0.0.1:{server.port}", str(certs["ca.crt"])
-    server.shutdown()
-    thread.join(10)
-    server.server_close()
+    with served(werkzeug_server(gw_app, ssl_context=server_context(certs))) as port:
+        yield f"https://127.0.0.1:{port}", str(certs["ca.crt"])
 
 
 def test_http_to_an_https_gateway_is_named_at_once(tls_gateway, make_token):

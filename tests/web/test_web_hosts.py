@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import http.client
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 import websocket
+from novatests.serving import served
 from novatests.web import enqueue, unlocked_cookie
 
 from nova_queue import Settings
@@ -25,16 +25,8 @@ REDIRECTING_PATH = "/static//style.css"
 @contextmanager
 def serving(settings: Settings, host: str = "127.0.0.1") -> Iterator[int]:
     """``make_web_server`` (what ``nova-queue web`` runs) on a free port; yields the port."""
-    server = make_web_server(settings, host, 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    try:
-        yield server.port
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with served(make_web_server(settings, host, 0)) as port:
+        yield port
 
 
 def get(port: int, path: str, host: str, addr: str = "127.0.0.1") -> http.client.HTTPResponse:

@@ -27,7 +27,8 @@ def test_only_apps_that_declare_it_get_more_than_one_slot(caplog):
     assert app_slots(apps, 1) == {"synthetic": 1, "txt2img": 1}
 
 
-@pytest.mark.parametrize("concurrency", [1, 4])
+# one slot runs the 12 tasks of 0.3 s one after another: about 6 s
+@pytest.mark.parametrize("concurrency", [pytest.param(1, marks=pytest.mark.slow), 4])
 def test_a_worker_runs_up_to_n_tasks_at_once(redis_url, namespace, tmp_path, concurrency):
     settings = Settings(redis_url=redis_url, namespace=namespace, home=str(tmp_path),
                         store_url=(tmp_path / "store").as_uri())

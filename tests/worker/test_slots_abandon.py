@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 
 import pytest
 from novatests.chaos.history import check, invariants
@@ -19,6 +18,7 @@ from novatests.leases import join, rkey
 from novatests.slots import slot_worker_process
 
 from nova_queue import NovaClient, TaskSpec
+from nova_queue.local import wait_for
 from nova_queue.settings import Settings
 from nova_queue.stores import open_store
 from nova_queue.workers.abandon import Abandoner
@@ -29,16 +29,6 @@ PARAMS = {"seconds": 0.05, "size": 64}
 #: every wait of the test ends by then, so a broken worker fails it instead of hanging it
 DEADLINE_S = 60.0
 
-
-def poll(what, message: str, timeout_s: float = DEADLINE_S):
-    """``what()`` once truthy, polled until ``timeout_s``; else fail with ``message``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {message}")
 
 
 class Gates:
@@ -139,6 +129,7 @@ def drive(worker: Worker, steps) -> None:
         raise failure[0]
 
 
+@pytest.mark.slow  # about 4 s: two jobs, a lease lost on its TTL
 def test_a_slot_whose_lease_is_superseded_is_dropped_while_the_others_commit(slot_worker):
     """Three slots: "hung" is backed up elsewhere and loses its lease while "b" and "c"
     still run; they commit their own results, the worker drops "hung" once they are done
@@ -156,22 +147,27 @@ def test_a_slot_whose_lease_is_superseded_is_dropped_while_the_others_commit(slo
 
     def steps():
         try:
-            poll(lambda: len(app.started) == 3, "the three tasks to run at once")
+            wait_for(lambda: len(app.started) == 3,
+                     timeout_s=DEADLINE_S, message="the three tasks to run at once")
             seen["backup"] = back_up(nova, store, hung_tid)
-            poll(lambda: hung_tid in worker.heartbeat.lost_ids(), "the lease to be lost")
+            wait_for(lambda: hung_tid in worker.heartbeat.lost_ids(),
+                     timeout_s=DEADLINE_S, message="the lease to be lost")
             assert worker.abandon.target is None  # "b" and "c" run on: nothing abandoned
             gates["b"].set()
             gates["c"].set()
-            poll(lambda: nova.job(job, with_tasks=False).finished, "the job to finish")
+            wait_for(lambda: nova.job(job, with_tasks=False).finished,
+                     timeout_s=DEADLINE_S, message="the job to finish")
             job2 = nova.enqueue("synthetic", [TaskSpec(f"n{i}", 1.0) for i in range(4)],
                                 params=PARAMS)
             seen["job2"] = job2
-            poll(lambda: nova.job(job2, with_tasks=False).finished, "the next job to finish",
-                 timeout_s=DEADLINE_S / 2)  # while "hung" is still held
+            wait_for(lambda: nova.job(job2, with_tasks=False).finished,
+                     timeout_s=DEADLINE_S / 2,  # while "hung" is still held
+                     message="the next job to finish")
             assert "hung" not in app.returned  # the worker did not wait for it
         finally:
             gates["hung"].set()  # the late result
-        poll(lambda: "hung" in app.returned, "the hung task to return")
+        wait_for(lambda: "hung" in app.returned,
+                 timeout_s=DEADLINE_S, message="the hung task to return")
 
     drive(worker, steps)
     st = nova.job(job)
@@ -209,17 +205,21 @@ def test_a_batch_dropped_by_one_worker_is_that_workers_alone(slot_worker):
 
     def steps():
         try:
-            poll(lambda: len(app.started) == 2, "both tasks to run at once")
+            wait_for(lambda: len(app.started) == 2,
+                     timeout_s=DEADLINE_S, message="both tasks to run at once")
             back_up(nova, store, hung_tid)
-            poll(lambda: hung_tid in busy.heartbeat.lost_ids(), "the lease to be lost")
+            wait_for(lambda: hung_tid in busy.heartbeat.lost_ids(),
+                     timeout_s=DEADLINE_S, message="the lease to be lost")
             gates["b"].set()
-            poll(lambda: not busy.heartbeat.held(), "busy to drop the superseded batch")
+            wait_for(lambda: not busy.heartbeat.held(),
+                     timeout_s=DEADLINE_S, message="busy to drop the superseded batch")
             assert "hung" not in app.returned  # its slot still runs it
             idle._shutdown()
             seen["idle_exits"] = list(idle.exits)
         finally:
             gates["hung"].set()
-        poll(lambda: "hung" in app.returned, "the hung task to return")
+        wait_for(lambda: "hung" in app.returned,
+                 timeout_s=DEADLINE_S, message="the hung task to return")
 
     drive(busy, steps)
     assert seen["idle_exits"] == [] and busy.exits == []
@@ -240,13 +240,15 @@ def test_a_finished_slots_result_is_committed_while_another_slot_still_runs(slot
 
     def steps():
         try:
-            poll(lambda: len(app.started) == 2, "both tasks to run at once")
-            poll(lambda: nova.task(f"{job}:1").state == "done", "quick to be committed",
-                 timeout_s=DEADLINE_S / 2)
+            wait_for(lambda: len(app.started) == 2,
+                     timeout_s=DEADLINE_S, message="both tasks to run at once")
+            wait_for(lambda: nova.task(f"{job}:1").state == "done",
+                     timeout_s=DEADLINE_S / 2, message="quick to be committed")
             assert "slow" not in app.returned and nova.task(f"{job}:0").state == "leased"
         finally:
             gates["slow"].set()
-        poll(lambda: nova.job(job, with_tasks=False).finished, "the job to finish")
+        wait_for(lambda: nova.job(job, with_tasks=False).finished,
+                 timeout_s=DEADLINE_S, message="the job to finish")
 
     drive(worker, steps)
     st = nova.job(job)
@@ -256,6 +258,7 @@ def test_a_finished_slots_result_is_committed_while_another_slot_still_runs(slot
     assert verdict.ok, verdict.summary()
 
 
+@pytest.mark.slow  # a real worker process
 def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, namespace, tmp_path):
     """A real ``worker --concurrency 2`` process: its first task is deaf to the interrupt
     for 6 s (``hang: hard``, ``times: 1``), far past the task's 2 s limit and the 1 s abandon
@@ -267,11 +270,13 @@ def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, nam
                                                                            store_url):
         job = nova.enqueue("synthetic", [TaskSpec(f"t{i}", 0.05) for i in range(2)],
                            params=PARAMS, timeout_s=2)
-        poll(lambda: nova.job(job, with_tasks=False).finished, "the job to finish")
+        wait_for(lambda: nova.job(job, with_tasks=False).finished,
+                 timeout_s=DEADLINE_S, message="the job to finish")
         assert "abandoned 1 task(s)" in proc.output(), proc.output()[-3000:]
         job2 = nova.enqueue("synthetic", [TaskSpec(f"n{i}", 0.05) for i in range(3)],
                             params=PARAMS)
-        poll(lambda: nova.job(job2, with_tasks=False).finished, "the next job to finish")
+        wait_for(lambda: nova.job(job2, with_tasks=False).finished,
+                 timeout_s=DEADLINE_S, message="the next job to finish")
         assert proc.proc.poll() is None, proc.output()[-3000:]  # still running: no exit 75
         st = nova.job(job)
         assert st.state == "done" and sorted(t.attempt_count for t in st.tasks) == [1, 2]
@@ -282,8 +287,8 @@ def test_a_hung_slot_that_times_out_does_not_end_a_worker_process(redis_url, nam
         verdict = check(nova, [job, job2], store=store)
         assert verdict.ok, verdict.summary()
         # its late return, before the stop: a slot still running then would mean exit 75
-        poll(lambda: "a dropped batch of synthetic returned" in proc.output(),
-             "the hung task to return")
+        wait_for(lambda: "a dropped batch of synthetic returned" in proc.output(),
+                 timeout_s=DEADLINE_S, message="the hung task to return")
         proc.signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.output()[-3000:]
         assert "exiting with code 75" not in proc.output()

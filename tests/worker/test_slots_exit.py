@@ -17,8 +17,11 @@ from novatests.procs import WorkerProc
 from novatests.slots import slot_worker_process
 
 from nova_queue import TaskSpec
+from nova_queue.local import wait_for
 from nova_queue.stores import open_store
 from nova_queue.workers.abandon import EXIT_RESTART
+
+pytestmark = pytest.mark.slow  # a real worker process each
 
 PARAMS = {"seconds": 0.05, "size": 64}
 #: every wait of the test ends by then, so a broken worker fails it instead of hanging it
@@ -27,16 +30,6 @@ DEADLINE_S = 60.0
 EXIT_WITHIN_S = 30.0
 STUCK = "task slot(s) still run an app"
 
-
-def poll(what, message: str, timeout_s: float = DEADLINE_S):
-    """``what()`` once truthy, polled until ``timeout_s``; else fail with ``message``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {message}")
 
 
 @pytest.fixture
@@ -69,11 +62,13 @@ def test_a_stopped_worker_whose_abandoned_slot_never_returns_exits_75(hung_slot_
     proc, wid, nova, store = hung_slot_worker
     job = nova.enqueue("synthetic", [TaskSpec(f"t{i}", 0.05) for i in range(2)],
                        params=PARAMS, timeout_s=2)
-    poll(lambda: nova.job(job, with_tasks=False).finished, "the job to finish")
+    wait_for(lambda: nova.job(job, with_tasks=False).finished,
+             timeout_s=DEADLINE_S, message="the job to finish")
     assert "abandoned 1 task(s)" in proc.output(), proc.output()[-3000:]
     job2 = nova.enqueue("synthetic", [TaskSpec(f"n{i}", 0.05) for i in range(3)],
                         params=PARAMS)
-    poll(lambda: nova.job(job2, with_tasks=False).finished, "the next job to finish")
+    wait_for(lambda: nova.job(job2, with_tasks=False).finished,
+             timeout_s=DEADLINE_S, message="the next job to finish")
     assert proc.proc.poll() is None, proc.output()[-3000:]
     code, took_s = stop(proc)
     out = proc.output()
@@ -100,8 +95,10 @@ def test_a_worker_stopped_while_a_slot_hangs_releases_it_and_exits_75(hung_slot_
     proc, wid, nova, store = hung_slot_worker
     job = nova.enqueue("synthetic", [TaskSpec(f"t{i}", 0.05) for i in range(2)],
                        params=PARAMS, timeout_s=300)
-    poll(lambda: "control file: hanging (soft)" in proc.output(), "a slot to hang")
-    poll(lambda: list(store.list(f"jobs/{job}/results/")), "the other slot's upload")
+    wait_for(lambda: "control file: hanging (soft)" in proc.output(),
+             timeout_s=DEADLINE_S, message="a slot to hang")
+    wait_for(lambda: list(store.list(f"jobs/{job}/results/")),
+             timeout_s=DEADLINE_S, message="the other slot's upload")
     code, took_s = stop(proc)
     assert code == EXIT_RESTART, proc.output()[-3000:]
     assert f"1 {STUCK}" in proc.output()

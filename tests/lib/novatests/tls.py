@@ -4,6 +4,7 @@ openssl CLI; the test is skipped without it)."""
 from __future__ import annotations
 
 import shutil
+import ssl
 import subprocess
 from pathlib import Path
 
@@ -30,3 +31,10 @@ def make_certs(folder: Path) -> dict[str, Path]:
         str(p["ca.key"]), "-CAcreateserial", "-days", "2", "-extfile", str(p["san.cnf"]),
         "-out", str(p["server.crt"]))
     return p
+
+
+def server_context(certs: dict[str, Path]) -> ssl.SSLContext:
+    """A server-side TLS context with the certificate :func:`make_certs` made."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(certs["server.crt"], certs["server.key"])
+    return ctx
