@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 import signal
-from pathlib import Path
 
 import pytest
 import redis
+from novatests.chaos.acl import PASSWORDS, acl_server, documented_acl, load_scripts
 from novatests.chaos.fleet import Fleet, chaos_client, no_tracebacks
 from novatests.chaos.history import check
 
@@ -17,9 +17,6 @@ from nova_queue.errors import ConfigError, InputError
 from nova_queue.local import wait_for
 from nova_queue.scripts import script_sources
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "SECURITY.md"
-PASSWORDS = {"nova-admin": "admin-pw-1", "nova-worker": "worker-pw-2",
-             "nova-gallery": "gallery-pw-3"}
 WORKER_SCRIPTS = ("claim", "renew", "complete", "complete_claim", "complete_batch", "fail",
                   "register", "deregister")
 #: What the worker runtime sends itself: its scripts, and the idle wait on the event stream
@@ -33,18 +30,6 @@ GALLERY_READS = {"ping", "time", "hget", "hmget", "hgetall", "scard", "smembers"
                  "zmscore", "zrange", "zrangebyscore", "zrevrange", "xlen", "xrange", "xread",
                  "xrevrange"}
 Denied = redis.exceptions.NoPermissionError
-
-
-def documented_acl(ns: str) -> dict[str, list[str]]:
-    """``{user: rules}`` from the ```acl block of docs/SECURITY.md, for namespace ``ns``."""
-    block = re.search(r"```acl\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL).group(1)
-    users = {}
-    for line in block.splitlines():
-        words = line.split()
-        if words[:1] == ["user"]:
-            users[words[1]] = [f">{PASSWORDS[words[1]]}" if w.startswith(">")
-                               else w.replace("NAMESPACE", ns) for w in words[2:]]
-    return users
 
 
 def granted(user: str) -> set[str]:
@@ -70,29 +55,7 @@ def test_gallery_role_grants_exactly_what_the_gallery_reads():
 @pytest.fixture
 def acl_redis(private_redis, namespace):
     """A Redis with the documented users; returns (server, {user: url}, admin client)."""
-    server = private_redis()
-    root = redis.Redis(port=server.port, decode_responses=True)
-    for user, rules in documented_acl(namespace).items():
-        root.execute_command("ACL", "SETUSER", user, "reset", *rules)
-    urls = {u: f"redis://{u}:{pw}@127.0.0.1:{server.port}/0" for u, pw in PASSWORDS.items()}
-    admin = chaos_client(urls["nova-admin"], namespace)
-    yield server, urls, admin
-    admin.close()
-    root.close()
-
-
-def load_scripts(admin) -> None:
-    """The documented admin step (``nova-queue load-scripts`` as the admin user), so
-    workers can EVALSHA the scripts."""
-    from click.testing import CliRunner
-
-    from nova_queue.cli import cli
-
-    out = CliRunner().invoke(cli, ["--redis", admin.settings.redis_url, "--namespace",
-                                   admin.settings.namespace, "load-scripts"])
-    assert out.exit_code == 0, out.output
-    assert f"loaded {len(script_sources())} scripts" in out.output
-    assert PASSWORDS["nova-admin"] not in out.output
+    yield from acl_server(private_redis, namespace)
 
 
 def _refused(client: redis.Redis, *command) -> None:
@@ -392,30 +355,3 @@ def test_a_glob_namespace_would_open_every_namespace_and_is_refused(acl_redis):
         with pytest.raises(ConfigError, match="invalid namespace"):
             chaos_client(f"redis://127.0.0.1:{server.port}/0", ns)
 
-
-def test_a_small_result_is_held_by_the_worker_role_and_read_by_the_gallery_role(
-        acl_redis, namespace, tmp_path):
-    """A result held in Redis (nova_queue/results.py) needs nothing past the documented
-    roles: the worker's commit writes it with the commands its scripts already call, and
-    the gallery reads it with HGET and HMGET."""
-    from nova_queue.keys import result_key
-    from nova_queue.results import Results
-    from nova_queue.stores import open_store
-
-    _, urls, admin = acl_redis
-    load_scripts(admin)
-    admin.enqueue("synthetic", [TaskSpec("small", 1.0)])
-    worker = chaos_client(urls["nova-worker"], namespace)
-    gallery = chaos_client(urls["nova-gallery"], namespace)
-    try:
-        worker.register_worker("w-inline", {"name": "w-inline"}, ["synthetic"])
-        [lease] = worker.claim("w-inline", "synthetic").leases
-        key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "txt")
-        worker.complete("w-inline", lease, key, run_s=0.1, warm=True,
-                        meta={"content_type": "text/plain"}, inline=b"\x00small\xff")
-        obj = Results(gallery.redis, gallery.keys, open_store(tmp_path.as_uri())).get(key)
-        assert (obj.data, obj.content_type) == (b"\x00small\xff", "text/plain")
-        _refused(gallery.redis, "HSET", admin.keys.inline(lease.task_id), "data", "forged")
-    finally:
-        worker.close()
-        gallery.close()
