@@ -33,7 +33,7 @@ from novatests.leases import join, rkey
 from novatests.seed import set_speed
 
 from nova_queue import NovaClient, TaskSpec, doctor
-from nova_queue.batch_calls import BatchCommit
+from nova_queue.client.batch import BatchCommit
 from nova_queue.stores import open_store
 
 pytestmark = pytest.mark.slow
