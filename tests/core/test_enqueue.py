@@ -176,6 +176,25 @@ def test_unicode_and_odd_inputs_round_trip(nova):
     assert [t.input for t in nova.job(job).tasks] == odd
 
 
+def test_large_job_published_onto_a_shorter_queue_joins_it_in_one_call(nova):
+    """The queue (5 tasks) moves into the job's stage set (8), which becomes the queue:
+    the publishing call leaves nothing to move, and the order is the scores' as ever."""
+    urgent = nova.enqueue("synthetic", specs(2), priority=5)
+    earlier = nova.enqueue("synthetic", specs(3))
+    keys, meta = raw_job(nova, "big", 8)
+    res = nova.scripts.call("enqueue", keys, [nova.prefix, "big", 1, 0, meta, 0, 1000,
+                                              *["a", "1"] * 4])
+    assert res == [0, 4, 0]
+    res = nova.scripts.call("enqueue", keys, [nova.prefix, "big", 0, 1, "", 4, 1000,
+                                              *["b", "1"] * 4])
+    assert res == [0, 8, 0]
+    order = nova.redis.zrange(nova.keys.pending("synthetic"), 0, -1)
+    assert order == ([f"{urgent}:{i}" for i in range(2)] + [f"{earlier}:{i}" for i in range(3)]
+                     + [f"big:{i}" for i in range(8)])
+    assert not nova.redis.exists(nova.keys.stage("big"))
+    assert nova.job("big", with_tasks=False).state == "queued"
+
+
 def test_large_job_published_onto_a_backlog_keeps_priority_then_fifo(nova):
     backlog = nova.enqueue("synthetic", specs(1500), chunk_size=1000)
     urgent = nova.enqueue("synthetic", specs(1200), chunk_size=500, priority=5)
