@@ -124,6 +124,20 @@ def test_bad_cost_in_a_later_chunk_leaves_nothing_behind(nova):
     assert nova.redis.zcard(k.staging()) == 0
 
 
+@pytest.mark.parametrize("costs, bad", [
+    (["1", "1", "nan"], 2), (["1", "2", "1", "1e300"], 3), (["2", "2", "0", "2"], 2),
+    (["1", "1", " 1", "1e-10"], 3),
+])
+def test_every_cost_is_checked_after_a_run_of_valid_ones(nova, costs, bad):
+    """check_task_pairs skips a cost equal to the last valid one, and only such a cost."""
+    keys, meta = raw_job(nova, "costs", total=len(costs))
+    pairs = [x for i, c in enumerate(costs) for x in (f"t{i}", c)]
+    code, detail = nova.scripts.call("enqueue", keys, [nova.prefix, "costs", 1, 1, meta, 0,
+                                                       1000, *pairs])
+    assert code == -9 and f"task {bad}:" in detail
+    assert not nova.redis.exists(nova.keys.job("costs"))
+
+
 def test_client_aborts_a_partly_written_job(nova, monkeypatch):
     calls = {"n": 0}
     real = nova.scripts.call
