@@ -96,16 +96,20 @@ class Producer(Part):
     def _chunk_args(self, job_id: str, meta: str, tasks: Sequence[TaskSpec], chunk_size: int,
                     start: int) -> list[Any]:
         """enqueue-9's ARGV for the chunk of ``tasks`` from ``start``: the job's fields with
-        the first chunk, publish with the last; each distinct cost formatted once."""
+        the first chunk, publish with the last; each distinct cost formatted once. Task
+        pairs are encoded here, as redis-py would: this runs while Redis runs the chunk
+        before, and redis-py's packing, which does not, then passes bytes straight on."""
         first, last = start == 0, start + chunk_size >= len(tasks)
         args: list[Any] = [self.prefix, job_id, int(first), int(last),
                            meta if first else "", start, self.maxlen]
-        costs: dict[float, str] = {}
+        encoder = self.redis.get_encoder()
+        encoding, errors_ = encoder.encoding, encoder.encoding_errors
+        costs: dict[float, bytes] = {}
         for spec in tasks[start:start + chunk_size]:
             cost = costs.get(spec.cost)
             if cost is None:
-                cost = costs[spec.cost] = repr(float(spec.cost))
-            args += [spec.input, cost]
+                cost = costs[spec.cost] = repr(float(spec.cost)).encode()
+            args += [spec.input.encode(encoding, errors_), cost]
         return args
 
     def _send_chunk(self, keys: list[str], job_id: str, n_tasks: int,

@@ -4,9 +4,11 @@
   created in state 'staging' (invisible to claims), filled chunk by chunk in order,
   and published by the last call; abort-4 deletes an unpublished job. Every chunk is
   validated before anything is written (Lua does not roll back). Publishing moves the
-  staged tasks into the pending set: in one O(1) RENAME when that set is empty, else
-  2000 per call; while tasks are left to move the job stays 'staging' (claims skip its
-  tasks) and the caller repeats the publishing call with no tasks until none are left.
+  staged tasks into the pending set: in one O(1) RENAME when that set is empty, in one
+  call when it holds fewer tasks than the job and at most 2000 (they join the stage set,
+  which becomes the pending set), else 2000 per call; while tasks are left to move the job
+  stays 'staging' (claims skip its tasks) and the caller repeats the publishing call with
+  no tasks until none are left.
 
   KEYS[1] job hash            nova:{ns}:job:<job>
   KEYS[2] jobs zset           nova:{ns}:jobs

@@ -124,6 +124,20 @@ def test_bad_cost_in_a_later_chunk_leaves_nothing_behind(nova):
     assert nova.redis.zcard(k.staging()) == 0
 
 
+@pytest.mark.parametrize("costs, bad", [
+    (["1", "1", "nan"], 2), (["1", "2", "1", "1e300"], 3), (["2", "2", "0", "2"], 2),
+    (["1", "1", " 1", "1e-10"], 3),
+])
+def test_every_cost_is_checked_after_a_run_of_valid_ones(nova, costs, bad):
+    """check_task_pairs skips a cost equal to the last valid one, and only such a cost."""
+    keys, meta = raw_job(nova, "costs", total=len(costs))
+    pairs = [x for i, c in enumerate(costs) for x in (f"t{i}", c)]
+    code, detail = nova.scripts.call("enqueue", keys, [nova.prefix, "costs", 1, 1, meta, 0,
+                                                       1000, *pairs])
+    assert code == -9 and f"task {bad}:" in detail
+    assert not nova.redis.exists(nova.keys.job("costs"))
+
+
 def test_client_aborts_a_partly_written_job(nova, monkeypatch):
     calls = {"n": 0}
     real = nova.scripts.call
@@ -174,6 +188,25 @@ def test_unicode_and_odd_inputs_round_trip(nova):
     odd = ["emoji 🚀", "日本語", "a\u2028b", "<script>alert(1)</script>", "tab\there", " "]
     job = nova.enqueue("synthetic", [TaskSpec(p) for p in odd])
     assert [t.input for t in nova.job(job).tasks] == odd
+
+
+def test_large_job_published_onto_a_shorter_queue_joins_it_in_one_call(nova):
+    """The queue (5 tasks) moves into the job's stage set (8), which becomes the queue:
+    the publishing call leaves nothing to move, and the order is the scores' as ever."""
+    urgent = nova.enqueue("synthetic", specs(2), priority=5)
+    earlier = nova.enqueue("synthetic", specs(3))
+    keys, meta = raw_job(nova, "big", 8)
+    res = nova.scripts.call("enqueue", keys, [nova.prefix, "big", 1, 0, meta, 0, 1000,
+                                              *["a", "1"] * 4])
+    assert res == [0, 4, 0]
+    res = nova.scripts.call("enqueue", keys, [nova.prefix, "big", 0, 1, "", 4, 1000,
+                                              *["b", "1"] * 4])
+    assert res == [0, 8, 0]
+    order = nova.redis.zrange(nova.keys.pending("synthetic"), 0, -1)
+    assert order == ([f"{urgent}:{i}" for i in range(2)] + [f"{earlier}:{i}" for i in range(3)]
+                     + [f"big:{i}" for i in range(8)])
+    assert not nova.redis.exists(nova.keys.stage("big"))
+    assert nova.job("big", with_tasks=False).state == "queued"
 
 
 def test_large_job_published_onto_a_backlog_keeps_priority_then_fifo(nova):

@@ -483,7 +483,8 @@ def test_retry_and_enqueue_with_forged_and_huge_input(nova, meter):
 
 def test_publish_of_a_huge_stage_set_moves_a_chunk_per_call(nova, meter):
     r = nova.redis
-    seed_job(nova, 1)  # the pending set is not empty: no O(1) RENAME
+    # a queue longer than MAX_VISIT: neither the O(1) RENAME nor the queue joining the job
+    seed_job(nova, limits.MAX_VISIT + 1)
     enq = [k(nova).job("big"), k(nova).jobs(), k(nova).staging(), k(nova).stage("big"),
            k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps(),
            k(nova).meta()]
@@ -498,6 +499,24 @@ def test_publish_of_a_huge_stage_set_moves_a_chunk_per_call(nova, meter):
     nova.register_worker("w", {"name": "w"}, ["synthetic"])
     claimed = nova.claim("w", "synthetic", k=5).leases
     assert all(lease.job_id != "big" for lease in claimed)
+
+
+def test_publish_of_a_huge_stage_set_onto_a_short_queue_is_one_call(nova, meter):
+    r = nova.redis
+    seed_job(nova, limits.MAX_VISIT)  # the longest queue that joins the stage set
+    enq = [k(nova).job("big"), k(nova).jobs(), k(nova).staging(), k(nova).stage("big"),
+           k(nova).pending("synthetic"), k(nova).seq(), k(nova).events(), k(nova).apps(),
+           k(nova).meta()]
+    meta = json.dumps({"app": "synthetic", "params": "{}", "priority": 0, "max_attempts": 3,
+                       "total": HUGE_SET + 2})
+    call(nova, "enqueue", enq, [nova.prefix, "big", 1, 0, meta, 0, 1000, "a", "1"])
+    fill_zset(r, k(nova).stage("big"), HUGE_SET, lambda i: f"big:{i + 1}", lambda i: 1e16 + i)
+    r.hset(k(nova).job("big"), "staged", HUGE_SET + 1)
+    res, _ = assert_bounded(meter, lambda: call(
+        nova, "enqueue", enq, [nova.prefix, "big", 0, 1, "", HUGE_SET + 1, 1000, "b", "1"]))
+    assert res == [0, HUGE_SET + 2, 0]
+    assert r.zcard(k(nova).pending("synthetic")) == limits.MAX_VISIT + HUGE_SET + 2
+    assert not r.exists(k(nova).stage("big"))
 
 
 # -- quarantine, blame and backups: lists and sets a worker can forge ------------------------

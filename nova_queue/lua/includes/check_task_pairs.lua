@@ -11,12 +11,18 @@ local function check_task_pairs(A, start)
   if n ~= math.floor(n) then
     return nil, 'task inputs and costs must come in pairs'
   end
+  local valid_cost -- the last cost found valid: a chunk's costs are mostly one string, and
+  -- comparing two Lua strings is one pointer comparison where tonumber is a strtod
   for i = 0, n - 1 do
     if #A[8 + 2 * i] > MAX_INPUT_BYTES then
       return nil, 'task ' .. (start + i) .. ': input longer than ' .. MAX_INPUT_BYTES .. ' bytes'
     end
-    if not num_in(A[9 + 2 * i], MIN_COST, MAX_COST) then
-      return nil, 'task ' .. (start + i) .. ': cost must be a number from 1e-9 to 1e9'
+    local cost = A[9 + 2 * i]
+    if cost ~= valid_cost then
+      if not num_in(cost, MIN_COST, MAX_COST) then
+        return nil, 'task ' .. (start + i) .. ': cost must be a number from 1e-9 to 1e9'
+      end
+      valid_cost = cost
     end
   end
   return n
