@@ -182,9 +182,16 @@ def _refuse_unused(ctx: click.Context) -> None:
                 "shared Redis, store or namespace", ctx)
 
 
+#: Libraries whose DEBUG lines describe their own internals (Pillow: every PNG chunk it reads,
+#: for each result a worker checks) and would bury nova-queue's under --log-level debug.
+QUIET_LIBRARIES = ("PIL",)
+
+
 def _make_context(values: dict[str, Any]) -> Context:
     logging.basicConfig(level=str(values["log_level"] or "INFO").upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLogger().level))
     try:
         settings = Settings.from_env(redis_url=values["redis_url"],
                                      store_url=values["store_url"],

@@ -133,6 +133,22 @@ def test_log_level_after_the_command_in_a_real_process(redis_url, namespace, tmp
     assert before.returncode == 0 and "enqueued job" not in before.stderr
 
 
+@pytest.mark.slow
+def test_debug_logs_are_nova_queues_not_pillows_chunk_by_chunk(redis_url, namespace,
+                                                               tmp_path):
+    """A worker checks each result (Pillow decodes it); --log-level DEBUG shows the worker's
+    own lines, not a line per PNG chunk from Pillow for every task."""
+    env = nova_env(redis_url, namespace, tmp_path)
+    path = write(tmp_path, b"cat\ndog\n")
+    assert run_cli(["enqueue", str(path), "--app", "synthetic", "-p", "seconds=0.01",
+                    "-p", "size=64"], env).returncode == 0
+    worker = run_cli(["--log-level", "DEBUG", "worker", "--app", "synthetic", "--burst",
+                      "--no-benchmark"], env, timeout_s=120)
+    assert worker.returncode == 0, worker.stderr[-2000:]
+    assert "DEBUG nova_queue." in worker.stderr
+    assert "PIL." not in worker.stderr, worker.stderr[-2000:]
+
+
 @pytest.mark.parametrize("args", [
     ["enqueue", "prompts.txt", "--redis", "URL", "--wait"],
     ["workers", "--redis", "URL"],
