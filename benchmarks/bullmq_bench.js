@@ -13,28 +13,8 @@
 
 const { fork } = require("node:child_process");
 const readline = require("node:readline");
-const { performance } = require("node:perf_hooks");
 const { Queue, Worker } = require("bullmq");
-
-const now = () => performance.timeOrigin + performance.now(); // epoch ms, sub-ms
-
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    if (!argv[i].startsWith("--") || argv[i + 1] === undefined) {
-      throw new Error(`bad argument ${argv[i]}: expected --name value pairs`);
-    }
-    out[argv[i].slice(2)] = argv[i + 1];
-  }
-  for (const key of ["port", "queue", "jobs", "processes", "concurrency"]) {
-    if (out[key] === undefined) throw new Error(`missing --${key}`);
-  }
-  return out;
-}
-
-function connection(args) {
-  return { host: args.host || "127.0.0.1", port: Number(args.port) };
-}
+const { now, parseArgs, connection } = require("./bullmq_common");
 
 async function child(args) {
   let first = null;
@@ -121,7 +101,7 @@ async function parent(args) {
   }));
 }
 
-const args = parseArgs(process.argv.slice(2));
+const args = parseArgs(process.argv.slice(2), ["port", "queue", "jobs", "processes", "concurrency"]);
 (args.child ? child(args) : parent(args)).catch((err) => {
   console.error(`bullmq_bench: ${err.message || err}`);
   process.exit(1);

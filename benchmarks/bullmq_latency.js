@@ -11,28 +11,8 @@
 "use strict";
 
 const { fork } = require("node:child_process");
-const { performance } = require("node:perf_hooks");
 const { Queue, QueueEvents, Worker, Job } = require("bullmq");
-
-const now = () => performance.timeOrigin + performance.now(); // epoch ms, sub-ms
-
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    if (!argv[i].startsWith("--") || argv[i + 1] === undefined) {
-      throw new Error(`bad argument ${argv[i]}: expected --name value pairs`);
-    }
-    out[argv[i].slice(2)] = argv[i + 1];
-  }
-  for (const key of ["port", "queue", "samples"]) {
-    if (out[key] === undefined) throw new Error(`missing --${key}`);
-  }
-  return out;
-}
-
-function connection(args) {
-  return { host: "127.0.0.1", port: Number(args.port) };
-}
+const { now, parseArgs, connection } = require("./bullmq_common");
 
 async function child(args) {
   const worker = new Worker(args.queue, async () => "ok", { connection: connection(args) });
@@ -80,7 +60,7 @@ async function parent(args) {
   console.log(JSON.stringify({ event: "result", pickup_ms: pickup, result_ms: result }));
 }
 
-const args = parseArgs(process.argv.slice(2));
+const args = parseArgs(process.argv.slice(2), ["port", "queue", "samples"]);
 (args.child ? child(args) : parent(args)).catch((err) => {
   console.error(`bullmq_latency: ${err.message || err}`);
   process.exit(1);

@@ -40,7 +40,7 @@ if str(HERE) not in sys.path:
 import bullmq
 from benchlib import log
 from fleet import Proc, _env, stop_all
-from worker_throughput import APP, _drop, install_app, start_worker
+from worker_throughput import APP, _drop, install_app, job_span, start_worker
 
 from nova_queue import NovaClient
 from nova_queue.local import RedisServer, wait_for
@@ -58,27 +58,6 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
     return {"p50_ms": rank(0.50), "p90_ms": rank(0.90), "p99_ms": rank(0.99), "max_ms": xs[-1],
             "samples": len(xs)}
-
-
-def _follow(client: NovaClient, job: str, mark: str, timeout_s: float) -> tuple[int, float]:
-    """(claim time in Redis ms, wall time the client saw job_finished) for ``job``."""
-    claimed = None
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        evs = client.events(mark, count=100, block_ms=1000)
-        seen = time.time()
-        for e in evs:
-            if e.fields.get("job") != job:
-                continue
-            if claimed is None and e.type in ("claimed", "claimed_many"):
-                claimed = e.ts_ms
-            if e.type == "job_finished":
-                if claimed is None:
-                    raise RuntimeError(f"job {job} finished without a claim event")
-                return claimed, seen
-        if evs:
-            mark = evs[-1].id
-    raise RuntimeError(f"job {job} did not finish in {timeout_s:.0f} s")
 
 
 def nova_latency(server: RedisServer, folder: Path, samples: int) -> dict[str, Any]:
@@ -99,7 +78,7 @@ def nova_latency(server: RedisServer, folder: Path, samples: int) -> dict[str, A
             mark = client.last_event_id()
             t0 = time.time()
             job = client.enqueue(APP, [TaskSpec(f"t{i}", 1.0)])
-            claimed_ms, seen = _follow(client, job, mark, 30)
+            claimed_ms, _, seen = job_span(client, job, mark, timeout_s=30)
             if i >= WARMUP:
                 pickup.append(claimed_ms - t0 * 1000)
                 result.append((seen - t0) * 1000)

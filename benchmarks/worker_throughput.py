@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -81,25 +82,28 @@ def start_worker(url: str, ns: str, store: str, folder: Path, site: Path, name: 
     return Proc(name, argv, env, folder / f"{name}.log")
 
 
-def _window(client: NovaClient, job_id: str) -> tuple[int, int]:
-    """(first claim, job finished) in Redis ms, read off the event stream."""
-    first = last = None
-    after = "0-0"
-    while last is None:
-        evs = client.events(after, count=1000)
-        if not evs:
-            raise RuntimeError(f"job {job_id}: no job_finished event in the stream")
+def job_span(client: NovaClient, job_id: str, after: str = "0-0", *,
+             timeout_s: float = 600.0) -> tuple[int, int, float]:
+    """(first claim, job_finished) in Redis ms, and the wall time (``time.time()``) this
+    client read the job_finished event: the event stream followed from ``after`` (XREAD
+    BLOCK, so events still to come are waited for)."""
+    first = None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        evs = client.events(after, count=1000, block_ms=1000)
+        seen = time.time()
         for e in evs:
             if e.fields.get("job") != job_id:
                 continue
             if first is None and e.type in ("claimed", "claimed_many"):
                 first = e.ts_ms
             if e.type == "job_finished":
-                last = e.ts_ms
-        after = evs[-1].id
-    if first is None:
-        raise RuntimeError(f"job {job_id}: no claim event")
-    return first, last
+                if first is None:
+                    raise RuntimeError(f"job {job_id} finished without a claim event")
+                return first, e.ts_ms, seen
+        if evs:
+            after = evs[-1].id
+    raise RuntimeError(f"job {job_id} did not finish in {timeout_s:.0f} s")
 
 
 def enqueue_cost(server: RedisServer, n_tasks: int) -> float:
@@ -151,7 +155,7 @@ def worker_rate(server: RedisServer, folder: Path, site: Path, processes: int, n
         if status.done != n_tasks:
             raise RuntimeError(f"worker throughput: {status.done} of {n_tasks} tasks done "
                                f"({status.failed} failed)")
-        first, last = _window(client, job)
+        first, last, _ = job_span(client, job)
     finally:
         stop_all(procs)
         _drop(r, client.prefix)

@@ -12,11 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import threading
 
 import pytest
-from novatests.gateway import auth, gateway_worker, join
+from novatests.gateway import auth, fast_claim, gateway_worker, join
 from novatests.seed import set_speed
 from novatests.serving import served
 
@@ -32,16 +31,6 @@ from nova_queue.stores import open_store
 from nova_queue.workers.link import GatewayLink
 
 FENCE = ("task_id", "app", "lease_gen", "attempt_id")
-
-
-def fast_claim(gw, admin, token: str, wid: str, k: int) -> list[dict]:
-    """``k`` leases of the synthetic app for ``wid`` (its speed seeded: claims grant k)."""
-    set_speed(admin, wid, "synthetic", 0.01)
-    res = gw.post("/v1/claim", json={"app": "synthetic",
-                                     "attempt_ids": [os.urandom(8).hex() for _ in range(k)]},
-                  headers=auth(token, wid))
-    assert res.status_code == 200 and len(res.json["leases"]) == k, res.json
-    return res.json["leases"]
 
 
 def key_of(lease: dict) -> str:

@@ -7,27 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 
 import pytest
-from novatests.gateway import auth, join
-from novatests.seed import set_speed
+from novatests.gateway import auth, fast_claim, join
 
 from nova_queue import TaskSpec, wire
 from nova_queue.keys import result_key
 from nova_queue.results import Results
 
 FENCE = ("task_id", "app", "lease_gen", "attempt_id")
-
-
-def claim(gw, admin, token: str, wid: str, k: int) -> list[dict]:
-    """``k`` leases for ``wid`` (its speed seeded: claims grant k)."""
-    set_speed(admin, wid, "synthetic", 0.01)
-    res = gw.post("/v1/claim", json={"app": "synthetic",
-                                     "attempt_ids": [os.urandom(8).hex() for _ in range(k)]},
-                  headers=auth(token, wid))
-    assert res.status_code == 200 and len(res.json["leases"]) == k, res.json
-    return res.json["leases"]
 
 
 def key_of(lease: dict) -> str:
@@ -68,7 +56,7 @@ def test_a_small_result_is_held_in_redis_and_a_stale_one_is_not(gw, gw_app, admi
     wid = join(gw, token)
     join(gw, thief)
     job = admin.enqueue("synthetic", [TaskSpec("one", 1.0)])
-    [lease] = claim(gw, admin, token, wid, 1)
+    [lease] = fast_claim(gw, admin, token, wid, 1)
     store = gw_app.extensions["nova_gateway"].store
     held = Results(admin.redis, admin.keys, store)
     res = commit(gw, thief, lease, b"forged")  # not the thief's lease: nothing kept
@@ -88,7 +76,7 @@ def test_a_batch_holds_its_small_results_and_stores_the_large_ones(gw, gw_app, a
     token = make_token("mixed")
     wid = join(gw, token)
     job = admin.enqueue("synthetic", [TaskSpec(f"t{i}", 1.0) for i in range(3)])
-    leases = claim(gw, admin, token, wid, 3)
+    leases = fast_claim(gw, admin, token, wid, 3)
     datas = [b"tiny 0", b"L" * 65, b"tiny 2"]  # the middle one is past the 64 bytes
     res = send(gw, token, leases, datas)
     assert res.status_code == 200, res.json

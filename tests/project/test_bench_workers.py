@@ -8,27 +8,16 @@ task is counted, the window is the job's, and the samples are the ones asked for
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from novatests.bench import BENCH, load_bench
 
 from nova_queue.local import RedisServer
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
 def bench(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH))
-    return _load
+    return load_bench
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ tests check correctness.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
@@ -15,15 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from novatests.bench import BENCH, load_bench
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_load = load_bench
 
 
 optimum = _load("optimum")

@@ -207,3 +207,16 @@ class HandWorker:
 
     def close(self) -> None:
         self.http.close()
+
+
+def fast_claim(gw, admin, token: str, wid: str, k: int) -> list[dict]:
+    """``k`` leases of the synthetic app for ``wid`` through the gateway (its speed seeded
+    as measured, so claims grant k)."""
+    from novatests.seed import set_speed
+
+    set_speed(admin, wid, "synthetic", 0.01)
+    res = gw.post("/v1/claim", json={"app": "synthetic",
+                                     "attempt_ids": [os.urandom(8).hex() for _ in range(k)]},
+                  headers=auth(token, wid))
+    assert res.status_code == 200 and len(res.json["leases"]) == k, res.json
+    return res.json["leases"]
