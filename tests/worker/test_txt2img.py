@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -18,9 +17,10 @@ pytest.importorskip("diffusers")
 pytest.importorskip("transformers")
 
 import numpy as np
+from novatests.txt2img import CPU, cpu, job_params, make_inputs, runner
 from PIL import Image
 
-from nova_queue.apps import AppContext, TaskInput, load_app
+from nova_queue.apps import AppContext, load_app
 from nova_queue.apps.txt2img import Txt2ImgSpec
 from nova_queue.apps.txt2img_params import (
     parse_params,
@@ -43,20 +43,6 @@ from nova_queue.workers.apps.txt2img_torch import fp16_self_check
 
 pytestmark = [pytest.mark.txt2img, pytest.mark.timeout(120)]
 
-CPU = AppContext(backend="cpu", device="cpu", device_name="test CPU", worker_id="w-1",
-                 worker_name="worker-1")
-
-
-def cpu(model_dir: Path) -> AppContext:
-    """The CPU context of a worker started with ``-o model=<model_dir>`` (an allowed root)."""
-    return dataclasses.replace(CPU, options={"model": str(model_dir)})
-
-
-def runner() -> Txt2ImgRunner:
-    """A fresh txt2img runner, as a worker makes it."""
-    return Txt2ImgRunner(Txt2ImgSpec())
-
-
 GIB = 2**30
 
 
@@ -73,14 +59,6 @@ def app(model_dir: Path):
     app.teardown()
 
 
-def job_params(model_dir: Path, **overrides: object) -> dict:
-    return parse_params({"model": str(model_dir), "width": "64", "height": "64", **overrides})
-
-
-def make_inputs(params: dict, prompts: list[str], job: str = "job-a") -> list[TaskInput]:
-    return [TaskInput(task_id=f"{job}:{i}", job_id=job, index=i, input=p, cost=1.0,
-                      params=params, attempt=1, lease_gen=1, attempt_id=f"att-{i}")
-            for i, p in enumerate(prompts)]
 
 
 def pixels(data: bytes) -> torch.Tensor:

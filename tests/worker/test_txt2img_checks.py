@@ -16,28 +16,15 @@ pytest.importorskip("transformers")
 pytest.importorskip("imagehash")
 
 import numpy as np
+from novatests.txt2img import cpu, job_params, make_inputs, runner
 from PIL import Image
 
-from nova_queue.apps import AppContext, TaskInput
 from nova_queue.apps.txt2img import Txt2ImgSpec
-from nova_queue.apps.txt2img_params import parse_params
 from nova_queue.errors import InvalidOutput
 from nova_queue.workers.apps.txt2img import Txt2ImgRunner
 from nova_queue.workers.apps.txt2img_model import make_model
 
 pytestmark = [pytest.mark.txt2img, pytest.mark.timeout(120)]
-
-CPU = AppContext(backend="cpu", device="cpu", device_name="test CPU", worker_id="w-1",
-                 worker_name="worker-1")
-
-
-def cpu(model_dir: Path, **options: str) -> AppContext:
-    return dataclasses.replace(CPU, options={"model": str(model_dir), **options})
-
-
-def runner() -> Txt2ImgRunner:
-    return Txt2ImgRunner(Txt2ImgSpec())
-
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -52,14 +39,6 @@ def app(model_dir: Path):
     app.teardown()
 
 
-def job_params(model_dir: Path, **overrides: object) -> dict:
-    return parse_params({"model": str(model_dir), "width": "64", "height": "64", **overrides})
-
-
-def make_inputs(params: dict, prompts: list[str], job: str = "job-a") -> list[TaskInput]:
-    return [TaskInput(task_id=f"{job}:{i}", job_id=job, index=i, input=p, cost=1.0,
-                      params=params, attempt=1, lease_gen=1, attempt_id=f"att-{i}")
-            for i, p in enumerate(prompts)]
 
 
 def test_the_tiny_models_images_pass_validate(app: Txt2ImgRunner, model_dir: Path):
