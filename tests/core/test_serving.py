@@ -16,7 +16,7 @@ import threading
 import urllib.request
 
 import pytest
-from novatests.serving import served
+from novatests.serving import first_bytes, served
 from novatests.tls import make_certs, server_context
 
 from nova_queue import serving
@@ -61,16 +61,6 @@ def idle(port: int) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.setblocking(False)
     return sock
-
-
-def first_bytes(sock: socket.socket) -> bytes | None:
-    """What the server sent on ``sock`` (b"" once it closed it); None while it sends nothing."""
-    try:
-        return sock.recv(4096)
-    except BlockingIOError:
-        return None
-    except ConnectionResetError:
-        return b""
 
 
 def test_werkzeug_serves_each_connection_in_a_thread_without_nagle():

@@ -9,6 +9,7 @@ import socket
 
 import pytest
 from novatests.gateway import GatewayProc, gateway_worker
+from novatests.serving import first_bytes
 
 from nova_queue import NovaClient, TaskSpec, tokens
 from nova_queue.local import wait_for
@@ -30,17 +31,6 @@ def _connect(port: int) -> socket.socket:
     return sock
 
 
-def _answer(sock: socket.socket) -> bytes | None:
-    """What the gateway sent first on an idle connection: its 503, b"" when it closed it
-    without one, None while it holds it open."""
-    try:
-        return sock.recv(4096)
-    except BlockingIOError:
-        return None
-    except ConnectionResetError:
-        return b""
-
-
 class Answers:
     """The first answer on each of ``socks`` (read once: a second read finds the close)."""
 
@@ -49,7 +39,7 @@ class Answers:
 
     def refusals(self) -> list[bytes]:
         for i, sock in enumerate(self.socks):
-            if i not in self.first and (got := _answer(sock)) is not None:
+            if i not in self.first and (got := first_bytes(sock)) is not None:
                 self.first[i] = got
         return [a for a in self.first.values() if a.startswith(b"HTTP/1.1 503")]
 

@@ -3,6 +3,7 @@ process, stopped and closed at the end."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,3 +26,14 @@ def served(server: Any, close: Callable[[], None] = lambda: None) -> Iterator[in
         serving.stop(server)
         thread.join(10)
         assert not thread.is_alive(), "the server did not stop"
+
+
+def first_bytes(sock: socket.socket) -> bytes | None:
+    """What the server sent first on the non-blocking ``sock``: its bytes, b"" once it closed
+    it without any, None while it holds it open and sends nothing."""
+    try:
+        return sock.recv(4096)
+    except BlockingIOError:
+        return None
+    except ConnectionResetError:
+        return b""
