@@ -1,7 +1,9 @@
 """One run of leases, from the app's outputs to their commits: :class:`Run`.
 
 Each output is uploaded under a key that contains job, task, ``lease_gen`` and
-``attempt_id`` (write-once, through the worker's transport), then held: a run's results
+``attempt_id`` (write-once, through the worker's transport) — or, when it is small (1 to the
+transport's ``inline_limit`` bytes, ``NOVA_INLINE_RESULT_BYTES``), carried by its commit and
+written to Redis with it (nova_queue/results.py) — then held: a run's results
 wait (at most :data:`MAX_HOLD_S`, at most 64) and go in one ``complete_batch`` call, and a
 single result through ``complete`` (:mod:`~nova_queue.workers.commits`), in both modes. The
 run's last call also claims the next tasks in the same round trip (its ``next_claim`` says
