@@ -75,6 +75,28 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
     EventType("backup_lost", _SETTLED,
               "the task's first attempt committed before its backup; the backup (``loser``) "
               "is stale from now on"),
+    EventType("verifying", ("job", "task", "worker", "lease_gen", "result", "need"),
+              "a result of a worker that is not trusted was sampled for verification: the "
+              "task awaits another worker's run (``need`` trusted: two untrusted results "
+              "disagreed, a trusted worker decides)"),
+    EventType("verify_started", ("job", "task", "worker", "name", "backend", "lease_gen", "of"),
+              "a worker started re-running a task to check the result worker ``of`` made"),
+    EventType("verified", ("job", "task", "worker", "by"),
+              "worker ``by`` agreed with the result ``worker`` made: the result stands"),
+    EventType("mismatch", ("job", "task", "worker", "by", "reopened"),
+              "``worker``'s result did not match trusted worker ``by``'s: it is discarded, "
+              "the worker quarantined and its trust reset, and the ``reopened`` results it "
+              "committed unverified run again"),
+    EventType("invalidated", ("job", "task", "worker", "ident"),
+              "a result that stood unverified was withdrawn (its maker, identity ``ident``, "
+              "was caught returning a wrong result): the task runs again"),
+    EventType("unverified", ("job", "task", "worker", "state"),
+              "a result awaited verification but no live worker may verify it: ``state`` "
+              "done, it stands unverified (it runs again if its maker is caught later), or "
+              "failed (two untrusted results disagreed and no trusted worker is live)"),
+    EventType("trusted", ("worker", "ident", "agreements"),
+              "an identity earned trust after ``agreements`` verified results in a row: its "
+              "results are spot-checked from now on"),
     EventType("attempt_ended", ("job", "task", "worker", "lease_gen", "kind", "error"),
               "one of a task's two running attempts ended without a result (``kind`` as for "
               "requeued); the other runs on"),

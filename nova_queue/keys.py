@@ -24,7 +24,10 @@ key                                     type     TTL  written by         read by
 ======================================  =======  ===  =================  ========
 nova:{ns}:job:<job>                     hash     -    E C K F P X T Y O  C U B Q
 nova:{ns}:task:<job>:<index>            hash     -    E C R K F P X T A  U B Q
-nova:{ns}:inline:<job>:<index>          hash     -    K Y                U B Q
+nova:{ns}:inline:<job>:<index>          hash     -    K Y                U B Q W
+nova:{ns}:verify:<app>                  zset     -    K C F P            C
+nova:{ns}:trust:<ident>                 hash     -    G K                U B
+nova:{ns}:unverified:<ident>            zset     -    K                  K
 nova:{ns}:jobs                          zset     -    E Y O              U B
 nova:{ns}:staging                       zset     -    E A P O            P
 nova:{ns}:stage:<job>                   zset     -    E A                E
@@ -69,9 +72,10 @@ Fields and members:
   ``timeout_s`` (run-time limit per task; '' derives it) ``requires`` (JSON list of
   ``[key, op, values]``, :mod:`nova_queue.placement`) ``owner`` ``model`` (what its tasks
   need warm) ``retention_s`` (how long it stays once finished) ``purge_next`` (the lowest
-  task index not yet deleted, while it expires).
-- ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | done | failed |
-  cancelled) ``input cost``; at claim ``lease_gen attempt_id attempt_count worker
+  task index not yet deleted, while it expires) ``verifying`` (tasks whose result awaits
+  verification).
+- ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | verifying | done |
+  failed | cancelled) ``input cost``; at claim ``lease_gen attempt_id attempt_count worker
   worker_name backend host deadline_ms claimed_ms predicted_s run_deadline_ms``; a backup
   attempt the same names prefixed ``b_`` (``b_worker b_lease_gen b_attempt_id ...``) and
   ``backups gen_top``; at commit ``result finished_ms run_s warm cold_s meta
@@ -81,10 +85,27 @@ Fields and members:
   the smallest batch it did so with) ``failed_on`` (the identities, :func:`ident_of`, of the
   workers it failed or timed out on) ``free_backs`` (times it was handed back without using
   an attempt: a shutdown, an infra failure, a preparation failure).
+  A result awaiting verification (docs/SECURITY.md): ``cand`` (its result key) ``cand_wid
+  cand_name cand_backend cand_host`` (who made it) ``cand_run_s cand_ms cand_meta cand_gen
+  cand_attempt`` (its run, when, its provenance and lease), the same
+  prefixed ``cand2`` for a second opinion that disagreed (``cand2 cand2_wid cand2_name
+  cand2_backend cand2_host cand2_run_s cand2_ms cand2_meta cand2_gen cand2_attempt``), ``v_since_ms`` (since when it
+  waits) ``v_need`` (trusted: only a trusted worker may verify it) ``v_tries`` (verifier
+  attempts that ended without a commit); a verified result ``verified_by verified_by_name``
+  (the worker that agreed).
   A task id is ``<job>:<index>``.
 - ``inline:<job>:<index>``: ``data``, the task's committed result itself when it was small
   enough to be held in Redis (``NOVA_INLINE_RESULT_BYTES``; :mod:`nova_queue.results`), written by
-  the commit that holds the lease, deleted with the task.
+  the commit that holds the lease, deleted with the task; ``cand`` and ``cand2``, results
+  awaiting verification (moved to ``data`` when one stands).
+- ``verify:<app>``: task ids whose result awaits verification, scored by since when (ms);
+  a claim of a worker that verifies (``verifier`` 1) takes them first.
+- ``trust:<ident>``: an identity's record of verification, kept across its worker ids:
+  ``level`` (new | earned: TRUST_AFTER agreements in a row) ``streak`` (agreements in a
+  row) ``verified mismatches`` ``last_verified_ms last_mismatch_ms mismatch_reason
+  trusted_ms``. ``unverified:<ident>``: the task ids of its results that stand unverified
+  (not sampled), scored by when they were committed, its latest 1024: a mismatch re-runs
+  them.
 - ``pending:<app>``: task ids scored ``(1000 - priority) * 2**42 + seq`` — priority first,
   then FIFO, where ``seq = seq0 + index + 1`` (``seq0``: the job's block of the ``seq``
   counter); a requeued task gets the same score back and returns to its old place.
@@ -124,7 +145,10 @@ Fields and members:
   ``{app, model, reason, since_ms, until_ms}``: the apps and models it could not prepare,
   written by fail kind ``prepare``, read by claim; :mod:`nova_queue.cannot_run`);
   ``protocol`` (the protocol version of the release that registered it; none: a release
-  before protocol checks).
+  before protocol checks); ``trust`` (none: trusted, the operator vouches for it; new or
+  earned: its results are sampled for verification, its identity's ``trust:`` record)
+  ``verifier`` (1: it re-runs others' results to verify them) ``verifies`` (verifications it
+  holds: its commits look for candidates while it holds one).
 - ``idents``: identity -> its latest worker id. A worker id is ``<identity>.<instance>``
   (:func:`ident_of`): a gateway worker's identity is its token's name, a direct worker's its
   node and name (``workers/node.py``). A new worker id of an identity takes over the previous
@@ -146,7 +170,10 @@ Fields and members:
 - ``meta``: ``protocol`` (the namespace's protocol version, :mod:`nova_queue.protocol`; the
   first script to find it missing writes its own, every script checks it), ``last_tick_ms``
   (last script run) and ``grace_until_ms`` (no reaping before; set after Redis was
-  unreachable, so lease holders get one renewal window).
+  unreachable, so lease holders get one renewal window); ``noverify:<app>`` (since when no
+  live worker could verify the app's results, until a verifier registers for the app; or
+  ``nocompare``: a vouched worker said the app's results cannot be compared: its untrusted
+  results are only validated): results of the app are not held for verification.
 - ``events``: ``XADD`` with ``MAXLEN ~``; fields ``type`` and that type's fields, both
   from the one table of event types, :data:`nova_queue.events.EVENT_TYPES` (name, fields,
   meaning); the claimed or completed events of several tasks of one call are one entry,
@@ -285,6 +312,18 @@ class Keyspace:
 
     def idents(self) -> str:
         return self._k("idents")
+
+    def verify(self, app: str) -> str:
+        """Task ids whose result awaits verification, of one app."""
+        return self._k("verify", app)
+
+    def trust(self, ident: str) -> str:
+        """An identity's verification record."""
+        return self._k("trust", ident)
+
+    def unverified(self, ident: str) -> str:
+        """The tasks of an identity's results that stand unverified."""
+        return self._k("unverified", ident)
 
     def worker(self, worker_id: str) -> str:
         return self._k("worker", worker_id)

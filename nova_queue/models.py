@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from nova_queue.events import Event  # noqa: F401  (re-exported: it lived here)
@@ -41,6 +42,10 @@ class Lease:
     run_deadline_ms: int | None = None
     #: A backup attempt of a task another worker runs too: the first commit wins.
     backup: bool = False
+    #: A verification run: the result keys of the candidates to compare this run's result
+    #: with (``{"cand": key}``, and ``"cand2"`` for a second opinion that disagreed); the
+    #: commit's provenance says ``{"verify": {"cand": "agree" | "mismatch", ...}}``.
+    verify: Mapping[str, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +175,12 @@ class TaskInfo:
     backup: dict[str, Any] | None = None
     #: The committed result came from a backup attempt (it finished before the first one).
     won_by_backup: bool = False
+    #: The worker id (and name) that re-ran the task and agreed with its result ('' if none).
+    verified_by: str = ""
+    verified_by_name: str = ""
+    #: While the task is ``verifying`` (or leased to its verifier): the worker ids whose
+    #: results await verification.
+    candidates: tuple[str, ...] = ()
 
     @classmethod
     def from_hash(cls, tid: str, h: dict[str, str]) -> TaskInfo:
@@ -197,6 +208,8 @@ class TaskInfo:
                     "backend": h.get("b_backend", ""), "lease_gen": int_field(h.get("b_lease_gen")),
                     "claimed_ms": int_field(h.get("b_claimed_ms"))} if h.get("b_worker") else None,
             won_by_backup=h.get("won_by_backup") == "1",
+            verified_by=h.get("verified_by", ""), verified_by_name=h.get("verified_by_name", ""),
+            candidates=tuple(h[f] for f in ("cand_wid", "cand2_wid") if h.get(f)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -213,6 +226,9 @@ class TaskInfo:
             "last_worker": self.last_worker_id, "meta": self.meta,
             "run_deadline_ms": self.run_deadline_ms, "failed_on": list(self.failed_on),
             "backup": self.backup, "won_by_backup": self.won_by_backup,
+            "verified_by": self.verified_by or None,
+            "verified_by_name": self.verified_by_name or None,
+            "candidates": list(self.candidates),
         }
 
 
@@ -251,6 +267,8 @@ class JobStatus:
     #: Whose share of the pool it uses, and the model its tasks need warm ('' if none).
     owner: str = ""
     model: str = ""
+    #: Tasks whose result awaits verification (not counted done until it stands).
+    verifying: int = 0
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
@@ -267,6 +285,7 @@ class JobStatus:
             staged=int_field(h.get("staged")), timeout_s=float_field(h.get("timeout_s")),
             requires=tuple(requirements_from_json(_json_list(h.get("requires")))),
             owner=h.get("owner", ""), model=h.get("model", ""),
+            verifying=int_field(h.get("verifying")),
         )
 
     @property
@@ -288,7 +307,7 @@ class JobStatus:
             "leased": self.leased, "done": self.done, "failed": self.failed,
             "cancelled": self.cancelled, "timeout_s": self.timeout_s,
             "requires": [requirement_text(r) for r in self.requires], "owner": self.owner,
-            "model": self.model,
+            "model": self.model, "verifying": self.verifying,
         }
         if with_tasks:
             out["tasks"] = [t.to_json() for t in self.tasks]

@@ -21,6 +21,9 @@ DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 DEFAULT_MAX_PROMPT_BYTES = 64 * 1024 * 1024
 
 
+#: What a worker may ask to be at registration (NOVA_TRUST, a token's --trust).
+TRUST_LEVELS = ("trusted", "new")
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Runtime configuration shared by the library, the CLI, workers and the web app."""
@@ -39,6 +42,11 @@ class Settings:
     #: The default keeps return values (text, JSON) in Redis and files (images) in the
     #: store. 0: every result goes to the store. 0..65536. Env ``NOVA_INLINE_RESULT_BYTES``.
     inline_result_bytes: int = 1024
+    #: A direct worker's trust: ``trusted`` (the operator vouches for the machine: its
+    #: results are never re-run to check them) or ``new`` (its results are verified by
+    #: re-running a share of them elsewhere until it earns trust; docs/SECURITY.md). Gateway
+    #: workers take their token's (``tokens create --trust``). Env ``NOVA_TRUST``.
+    trust: str = "trusted"
     #: Folder for ``.nova/node.json`` and the default file store. Env ``NOVA_HOME``.
     home: str = "."
     #: How often a worker renews its heartbeat and leases. Env ``NOVA_HEARTBEAT_INTERVAL_S``.
@@ -191,6 +199,9 @@ class Settings:
             raise ConfigError(f"job retention must be from 0 to {MAX_RETENTION_S} s")
         if not 0 <= self.inline_result_bytes <= MAX_INLINE_BYTES:
             raise ConfigError(f"inline result bytes must be from 0 to {MAX_INLINE_BYTES}")
+        if self.trust not in TRUST_LEVELS:
+            raise ConfigError(f"trust must be one of {', '.join(TRUST_LEVELS)}, not "
+                              f"{self.trust!r}")
 
     def _check_quarantine(self) -> None:
         if not 1 <= self.quarantine_after <= 1000 or not 0 <= self.quarantine_fast_fails <= 1000:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 
 from nova_queue.errors import InputError
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE
+from nova_queue.settings import TRUST_LEVELS
 
 #: Token names: part of the worker ids the gateway gives (``<name>.<12 hex>``).
 TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
@@ -47,6 +48,9 @@ class TokenRecord:
     worker: str
     #: the apps that process registered
     registered: tuple[str, ...]
+    #: what its workers register as: ``new`` (their results are verified until they earn
+    #: trust) or ``trusted`` (the operator vouches for them)
+    trust: str = "new"
 
     @classmethod
     def from_hash(cls, token_digest: str, h: Mapping[str, str]) -> TokenRecord:
@@ -58,7 +62,8 @@ class TokenRecord:
             created_ms=int(h.get("created_ms") or 0),
             last_used_ms=int(h["last_used_ms"]) if h.get("last_used_ms") else None,
             worker=h.get("worker", ""),
-            registered=tuple(a for a in h.get("registered", "").split(",") if a))
+            registered=tuple(a for a in h.get("registered", "").split(",") if a),
+            trust="trusted" if h.get("trust") == "trusted" else "new")
 
     def allows_app(self, app: str) -> bool:
         """Whether the token lets its worker serve ``app``."""
@@ -69,7 +74,7 @@ class TokenRecord:
         but there is no reason to show it)."""
         return {"name": self.name, "apps": list(self.apps), "labels": dict(self.labels),
                 "created_ms": self.created_ms, "last_used_ms": self.last_used_ms,
-                "worker": self.worker or None}
+                "worker": self.worker or None, "trust": self.trust}
 
 
 def check_name(name: str) -> str:
@@ -91,10 +96,13 @@ def _check_apps(apps: Iterable[str]) -> list[str]:
 
 
 def create(client, name: str, *, apps: Iterable[str] = (),
-           labels: Mapping[str, str] | None = None) -> str:
+           labels: Mapping[str, str] | None = None, trust: str = "new") -> str:
     """Create token ``name`` (``client``: a NovaClient) and return the token, the only time
-    it is seen. InputError if the name is taken (revoke it first)."""
+    it is seen. ``trust``: ``new`` (its workers' results are verified until they earn trust)
+    or ``trusted``. InputError if the name is taken (revoke it first)."""
     check_name(name)
+    if trust not in TRUST_LEVELS:
+        raise InputError(f"trust must be one of {', '.join(TRUST_LEVELS)}, not {trust!r}")
     app_list = _check_apps(apps)
     token = secrets.token_urlsafe(32)
     token_digest = digest(token)
@@ -105,7 +113,7 @@ def create(client, name: str, *, apps: Iterable[str] = (),
     client.redis.hset(keys.token(token_digest), mapping={
         "name": name, "apps": ",".join(app_list),
         "labels": json.dumps(dict(labels or {}), sort_keys=True),
-        "created_ms": client.server_time_ms()})
+        "created_ms": client.server_time_ms(), "trust": trust})
     return token
 
 

@@ -66,11 +66,21 @@ class WorkerInfo:
         return ident_of(self.worker_id)
     #: Apps and models it could not prepare, live marks only (nova_queue/cannot_run.py).
     cannot_run: list[CannotRun] = dataclasses.field(default_factory=list)
+    #: ``trusted`` or ``new`` (its results are sampled and re-run elsewhere to verify them);
+    #: ``vouched``: trusted because the operator said so (NOVA_TRUST, a token's --trust),
+    #: not earned by verified results (docs/SECURITY.md)
+    trust: str = "trusted"
+    vouched: bool = True
+    #: its identity's verified results and mismatches (``trust:<ident>``)
+    verified: int = 0
+    mismatches: int = 0
 
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str],
-                  now_ms: int = 0) -> WorkerInfo:
-        """``now_ms`` (Redis time) decides which ``cannot_run`` marks are still live."""
+                  now_ms: int = 0, record: dict[str, str] | None = None) -> WorkerInfo:
+        """``now_ms`` (Redis time) decides which ``cannot_run`` marks are still live;
+        ``record``: its identity's verification record (``trust:<ident>``)."""
+        record = record or {}
         apps = [a for a in h.get("apps", "").split(",") if a]
         cap = object_field(h.get("capability"))
         speeds = {
@@ -102,7 +112,11 @@ class WorkerInfo:
                                  else None),
             fail_streak=int_field(h.get("fail_streak")), last_error=h.get("last_error", ""),
             token=h.get("token", ""), cannot_run=live_marks(h.get("cannot_run"), now_ms),
-            last_claim_ms=int_field(h["claim_ms"]) if h.get("claim_ms") else None)
+            last_claim_ms=int_field(h["claim_ms"]) if h.get("claim_ms") else None,
+            trust="new" if h.get("trust") == "new" else "trusted",
+            vouched=not h.get("trust"),
+            verified=int_field(record.get("verified")),
+            mismatches=int_field(record.get("mismatches")))
 
     def to_json(self) -> dict[str, Any]:
         """The ``workers --json`` / ``/api/workers`` shape (first app's speeds flattened)."""
@@ -124,4 +138,6 @@ class WorkerInfo:
             "model_loads": self.model_loads, "token": self.token or None,
             "identity": self.identity, "last_claim_ms": self.last_claim_ms,
             "cannot_run": [m.to_json() for m in self.cannot_run],
+            "trust": self.trust, "vouched": self.vouched, "verified": self.verified,
+            "mismatches": self.mismatches,
         }

@@ -12,6 +12,7 @@ from nova_queue import errors
 from nova_queue.cannot_run import Runners, split_runners
 from nova_queue.client.part import Part
 from nova_queue.client.worker import check_worker_id
+from nova_queue.keys import ident_of
 from nova_queue.limits import MAX_COOLDOWN_S
 from nova_queue.placement import Requirement, labels_from_json, meets, unmet
 from nova_queue.worker_info import WorkerInfo
@@ -29,16 +30,18 @@ class Fleet(Part):
         for wid in ids:
             pipe.hgetall(self.keys.worker(wid))
             pipe.smembers(self.keys.held(wid))
+            pipe.hgetall(self.keys.trust(ident_of(wid)))
         res = pipe.execute()
         out = []
         for i, wid in enumerate(ids):
-            h, held = res[2 * i], res[2 * i + 1]
+            h, held, record = res[3 * i], res[3 * i + 1], res[3 * i + 2]
             if not h:
                 continue
             alive = wid in alive_scores
             if not alive and not include_gone:
                 continue
-            out.append(WorkerInfo.from_hash(h, alive=alive, current=sorted(held), now_ms=now_ms))
+            out.append(WorkerInfo.from_hash(h, alive=alive, current=sorted(held), now_ms=now_ms,
+                                            record=record))
         out.sort(key=lambda w: (not w.alive, w.host_id, w.name))
         return out
 

@@ -148,7 +148,7 @@ class WorkerCalls(Part):
                   attempt=int(d["attempt"]), deadline_ms=int(d["deadline_ms"]),
                   predicted_s=None if d.get("predicted_s") is None else float(d["predicted_s"]),
                   run_deadline_ms=int(d["run_deadline_ms"]) if d.get("run_deadline_ms") else None,
-                  backup=bool(d.get("backup")))
+                  backup=bool(d.get("backup")), verify=_candidates(d.get("verify")))
             for d in json.loads(payload)
         ]
         return ClaimResult("ok", leases, 0.0, now_ms)
@@ -294,3 +294,11 @@ def check_worker_id(worker_id: str) -> None:
     if not isinstance(worker_id, str) or not WORKER_ID_RE.match(worker_id):
         raise errors.InputError(f"invalid worker id {worker_id!r}: use 1 to 128 letters, digits, "
                                 "'_', '.' or '-'")
+
+
+def _candidates(raw: Any) -> dict[str, str] | None:
+    """A verification lease's candidates (``{"cand": key, "cand2": key}``, nulls dropped),
+    or None for a plain lease."""
+    if not isinstance(raw, Mapping):
+        return None
+    return {k: v for k, v in raw.items() if k in ("cand", "cand2") and isinstance(v, str)}

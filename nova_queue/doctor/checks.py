@@ -4,9 +4,9 @@
 (``repairs``).
 
 The invariants: every task is in exactly the place its state says (pending: its app's
-pending set; leased: the lease set and its worker's held set; failed: the failed set; no
-other state in any of them), and no set holds a member that is not such a task; a job's
-counts equal its tasks' states, a job whose tasks are all terminal has finished, and a
+pending set; leased: the lease set and its worker's held set; failed: the failed set;
+verifying: its app's verify set; no other state in any of them), and no set holds a member
+that is not such a task; a job's counts equal its tasks' states, a job whose tasks are all terminal has finished, and a
 finished job's state agrees with its counts (failed: not one task done; done: one at least;
 a warning, since a release before the state failed finished such jobs as done); every
 job and worker is in its indexes (a finished job in the retention index); inflight equals the
@@ -27,8 +27,10 @@ from nova_queue.doctor.scan import JOB_FIELDS, KeyScan, read_tasks
 from nova_queue.keys import Keyspace
 from nova_queue.models import FINISHED_STATES
 
-#: Task states and the job counter of each.
+#: Task states and the job counter of each (recount repairs these).
 STATES = ("pending", "leased", "done", "failed", "cancelled")
+#: A result awaiting verification (docs/SECURITY.md): counted, not recounted by a repair.
+VERIFYING = "verifying"
 TERMINAL = ("done", "failed", "cancelled")
 
 
@@ -102,10 +104,14 @@ def check_jobs(r: redis.Redis, keys: Keyspace, scan: KeyScan,
 def _placement(keys: Keyspace, j: dict[str, Any], row: Any) -> Iterator[Finding]:
     state, tid = row.state, row.tid
     wrong = []
-    if state not in STATES:
+    if state not in STATES and state != VERIFYING:
         yield Finding("placement", f"task {tid} has no valid state ({state!r})",
                       (keys.task(tid),))
         return
+    if row.in_verify != (state == VERIFYING):
+        yield Finding("placement", f"task {tid} is {state} but "
+                      + ("in" if row.in_verify else "not in") + " its app's verify set",
+                      (keys.task(tid), keys.verify(j["app"] or "")))
     if row.in_pending != (state == "pending") and not (state == "pending"
                                                         and j["state"] == "staging"):
         wrong.append(("in" if row.in_pending else "not in") + " its pending set")
@@ -139,6 +145,9 @@ def _counts(keys: Keyspace, job_id: str, j: dict[str, Any], states: Counter[str]
     elif j["state"] in ("done", "failed") and (states["done"] > 0) != (j["state"] == "done"):
         yield Finding("counts", f"job {job_id} is {j['state']} with {states['done']} of its "
                       f"{n} tasks done", (keys.job(job_id),), "warning")
+    if _int(j[VERIFYING] or "0") != states[VERIFYING]:
+        yield Finding("counts", f"job {job_id}: verifying {j[VERIFYING]} for "
+                      f"{states[VERIFYING]} tasks", (keys.job(job_id),), "warning")
     if n != _int(j["total"]):
         yield Finding("counts", f"job {job_id} has {n} tasks from index 0 but declares "
                       f"{j['total']}", (keys.job(job_id),))

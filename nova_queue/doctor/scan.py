@@ -36,11 +36,15 @@ SHAPES = [
     # placement: models held warm, owners with pending work and their queues of jobs
     ("placement", re.compile(r"^app:[A-Za-z0-9_.-]{1,64}:"
                              r"(?:warm|owners|owner:[A-Za-z0-9_.:@+/-]{0,128})$")),
+    # verification: results awaiting it, identities' records and unverified results
+    ("verification", re.compile(r"^(?:verify:[A-Za-z0-9_.-]{1,64}|"
+                                r"(?:trust|unverified):[A-Za-z0-9_.-]{1,128})$")),
 ]
 #: Task fields the checks read, in this order.
 TASK_FIELDS = ("state", "worker", "b_worker")
 #: Job fields the checks read, in this order.
-JOB_FIELDS = ("state", "app", "total", "pending", "leased", "done", "failed", "cancelled")
+JOB_FIELDS = ("state", "app", "total", "pending", "leased", "done", "failed", "cancelled",
+              "verifying")
 
 
 @dataclasses.dataclass
@@ -80,7 +84,7 @@ def scan_keys(r: redis.Redis, keys: Keyspace) -> KeyScan:
 def _add(out: KeyScan, kind: str, m: re.Match[str]) -> None:
     if kind == "task":
         out.task_keys[m.group(1)] += 1
-    elif kind not in ("web", "placement", "gateway", "inline"):
+    elif kind not in ("web", "placement", "gateway", "inline", "verification"):
         {"job": out.jobs, "stage": out.stages, "pending": out.pending_apps,
          "worker": out.workers, "held": out.held, "app": out.app_sets}[kind].add(m.group(1))
 
@@ -103,6 +107,8 @@ class TaskRow:
     in_leases: bool
     in_failed: bool
     held_by_worker: bool
+    #: in its app's verify set (a result awaiting verification)
+    in_verify: bool = False
 
 
 def read_tasks(r: redis.Redis, keys: Keyspace, job_id: str, app: str,
@@ -117,8 +123,10 @@ def read_tasks(r: redis.Redis, keys: Keyspace, job_id: str, app: str,
         pipe.zmscore(keys.pending(app), tids)
         pipe.zmscore(keys.leases(), tids)
         pipe.zmscore(keys.failed(), tids)
+        pipe.zmscore(keys.verify(app), tids)
         res = pipe.execute()
         fields, pending, leases, failed = res[:batch], res[batch], res[batch + 1], res[batch + 2]
+        verify = res[batch + 3]
         rows = []
         for i, tid in enumerate(tids):
             state, worker, b_worker = fields[i]
@@ -126,7 +134,7 @@ def read_tasks(r: redis.Redis, keys: Keyspace, job_id: str, app: str,
                 yield from _with_held(r, keys, rows)
                 return
             rows.append((tid, state, worker, b_worker, pending[i] is not None,
-                         leases[i] is not None, failed[i] is not None))
+                         leases[i] is not None, failed[i] is not None, verify[i] is not None))
         yield from _with_held(r, keys, rows)
         start += batch
 
@@ -137,6 +145,7 @@ def _with_held(r: redis.Redis, keys: Keyspace, rows: list[tuple]) -> Iterator[Ta
         if state == "leased" and worker:
             pipe.sismember(keys.held(worker), tid)
     held = iter(pipe.execute()) if len(pipe) else iter(())
-    for tid, state, worker, b_worker, in_pending, in_leases, in_failed in rows:
+    for tid, state, worker, b_worker, in_pending, in_leases, in_failed, in_verify in rows:
         is_held = bool(next(held)) if state == "leased" and worker else False
-        yield TaskRow(tid, state, worker, b_worker, in_pending, in_leases, in_failed, is_held)
+        yield TaskRow(tid, state, worker, b_worker, in_pending, in_leases, in_failed, is_held,
+                      in_verify)

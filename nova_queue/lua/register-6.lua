@@ -4,7 +4,11 @@
   than the fleet's fastest measured worker: enter_fleet). It becomes the latest worker of
   its identity (ident_of: what precedes the id's last '.') and takes over the blame record
   of the identity's previous worker id (take_over_identity): re-registering under a new id
-  clears no quarantine or failure streak.
+  clears no quarantine or failure streak. Its trust (set_trust) is its identity's too:
+  the field `trust` of its fields asks for 'trusted' (the operator vouches: a direct
+  worker's NOVA_TRUST, a gateway token's --trust) or 'new'. A worker that verifies
+  (`verifier` 1) and one the operator vouches for that says which of its apps' results do
+  not compare (`nocompare`) update the namespace's verification marks (note_verifier).
 
   KEYS[1] worker hash      nova:{ns}:worker:<wid>
   KEYS[2] workers zset     nova:{ns}:workers
@@ -19,7 +23,7 @@
   ARGV[4] events MAXLEN (approximate, 1..10^9)
   ARGV[5] worker fields as a JSON object (at most 64 KiB) of at most 64 strings or numbers
           (name, host, host_id, node_id, pid, backend, device, memory_total, memory_free,
-          capability, gflops, ...); names [a-z][a-z0-9_]{0,31}, none of the fields the
+          capability, gflops, trust, verifier, nocompare, ...); names [a-z][a-z0-9_]{0,31}, none of the fields the
           scripts own (id, apps, state, the counters and per-app estimates)
   ARGV[6] apps, comma-separated: at most 64 app names
   ARGV[7] JSON object (at most 64 KiB) app -> {bench_s, load_s, cold_s} from the startup
@@ -39,6 +43,8 @@
 --- @include "bench_estimates"
 --- @include "join_apps"
 --- @include "take_over_identity"
+--- @include "set_trust"
+--- @include "note_verifier"
 
 local worker_key, workers_key, alive_key = KEYS[1], KEYS[2], KEYS[3]
 local prefix, wid, ttl_ms = ARGV[1], ARGV[2], int_in(ARGV[3], 1, MAX_TTL_MS)
@@ -53,6 +59,8 @@ if not fields or not bench or not apps then
   return bad_input('worker fields and benchmarks must be JSON objects of at most '
     .. MAX_META_BYTES .. ' bytes, apps at most ' .. MAX_APPS .. ' app names')
 end
+local requested, nocompare = fields.trust, fields.nocompare -- the scripts' to write
+fields.trust, fields.nocompare = nil, nil
 local args, why = worker_fields(fields)
 if not args then
   return bad_input(why)
@@ -73,6 +81,9 @@ redis.call('HSET', worker_key, 'id', wid, 'apps', table.concat(apps, ','), 'stat
 redis.call('HSETNX', worker_key, 'joined_ms', int(now))
 redis.call('HDEL', worker_key, 'left_ms')
 take_over_identity(prefix, KEYS[6], worker_key, wid)
+set_trust(prefix, worker_key, wid, requested)
+note_verifier(KEYS[5], apps, fields.verifier == '1', nocompare,
+  requested == nil or requested == 'trusted')
 redis.call('ZADD', workers_key, 'NX', now, wid)
 redis.call('ZADD', alive_key, now + ttl_ms, wid)
 join_apps(prefix, worker_key, wid, apps, estimates,

@@ -2,9 +2,10 @@
 one (complete-11) answer the same and leave the same state and events, across the cases a
 commit meets: stale (released, superseded lease_gen or attempt), a cancelled job, a backup
 attempt running beside it, a replay, an unknown task, earlier failures to blame, a
-quarantined worker, cold runs. Two namespaces are set up alike; what differs by time alone
-(``*_ms`` fields, timed scores, decayed usage, a loser's run time) is left out.
-(Result verification, the issue's other case, does not exist yet.)"""
+quarantined worker, cold runs, and a worker that is not trusted (with no agreement yet, each
+of its results is held for verification: docs/SECURITY.md). Two namespaces are set up alike;
+what differs by time alone (``*_ms`` fields, timed scores, decayed usage, a loser's run time)
+is left out."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from nova_queue.errors import NovaError
 
 CASES = ["plain", "cold", "released", "new_gen", "new_attempt", "replay", "unknown", "blamed"]
 #: Time-valued sets: their members count, their scores do not.
-TIMED = {"leases", "alive", "finished", "failed", "expiring", "departed", "jobs", "workers"}
+TIMED = {"leases", "alive", "finished", "failed", "expiring", "departed", "jobs", "workers",
+         "verify:synthetic", "unverified:w1"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Scenario:
     backup: int | None  # the task a second worker backs up (before the commits)
     cancel_jb: bool
     quarantined: bool
+    untrusted: bool = False
 
 
 @st.composite
@@ -39,13 +42,16 @@ def scenarios(draw) -> Scenario:
     cases = draw(st.lists(st.sampled_from(CASES), min_size=1, max_size=6))
     split = draw(st.integers(1, len(cases)))
     backup = draw(st.none() | st.integers(0, len(cases) - 1))
-    return Scenario(cases, split, backup, draw(st.booleans()), draw(st.booleans()))
+    return Scenario(cases, split, backup, draw(st.booleans()), draw(st.booleans()),
+                    draw(st.booleans()))
 
 
 def setup(client: NovaClient, sc: Scenario) -> list[tuple]:
     """Jobs ja and jb, worker w1 holding all their tasks, and the scenario's changes; returns
     the commits to make, in order: (lease, result key, run_s, warm)."""
     leases = claim_all(client, sc)
+    if sc.untrusted:  # a verifier is live: w1's results are held for it
+        client.register_worker("v1", {"name": "v1", "verifier": "1"}, ["synthetic"])
     if sc.backup is not None:
         back_up(client, leases[sc.backup])
     change_tasks(client, sc, leases)
@@ -62,7 +68,7 @@ def claim_all(client: NovaClient, sc: Scenario) -> list:
     if n > sc.split:
         client.enqueue("synthetic", [TaskSpec(f"b{i}", 2.0) for i in range(n - sc.split)],
                        job_id="jb")
-    join(client, "w1")
+    join(client, "w1", **({"trust": "new"} if sc.untrusted else {}))
     set_speed(client, "w1", "synthetic", 0.01)
     leases = client.claim("w1", "synthetic", n, attempt_ids=[f"at{i}" for i in range(n)]).leases
     assert len(leases) == n

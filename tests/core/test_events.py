@@ -162,6 +162,55 @@ def backups(nova):
     nova.fail("w3", firsts[2], "error", "boom")  # attempt_ended
 
 
+def verification(nova):
+    """verifying, verify_started, verified, trusted, mismatch and invalidated: a new worker's
+    results checked by a trusted verifier (its streak set to 0 before a commit, so that the
+    commit is checked, and one short of earning trust before the verdict), one of them then
+    standing unverified."""
+    nova.register_worker("v1", {"name": "v1", "verifier": "1"}, ["synthetic"])
+    nova.register_worker("tok.a", {"name": "tok", "trust": "new"}, ["synthetic"])
+    nova.redis.hset(nova.keys.worker("tok.a"), mapping={"ema:synthetic": 0.1, "n:synthetic": 1})
+    trust = nova.keys.trust("tok")
+
+    def check(verdict):
+        [lease] = nova.claim("v1", "synthetic").leases  # verify_started
+        key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
+        nova.complete("v1", lease, key, run_s=0.1, warm=True,
+                      meta={"verify": {"cand": verdict}})
+
+    for i in range(2):
+        nova.enqueue("synthetic", [TaskSpec(f"v{i}", 1.0)])
+        nova.redis.hset(trust, mapping={"level": "new", "streak": 0})  # checked for sure
+        nova.redis.hset(nova.keys.worker("tok.a"), "trust", "new")
+        [lease] = nova.claim("tok.a", "synthetic").leases
+        commit(nova, "tok.a", lease)  # verifying
+        nova.redis.hset(trust, "streak", 19)
+        check("agree")  # verified, then trusted
+    nova.redis.zadd(nova.keys.unverified("tok"), {lease.task_id: 0})  # as if it stood
+    nova.redis.hdel(nova.keys.task(lease.task_id), "verified_by")  # unverified
+    nova.redis.hset(trust, mapping={"level": "new", "streak": 0})
+    nova.redis.hset(nova.keys.worker("tok.a"), "trust", "new")
+    nova.enqueue("synthetic", [TaskSpec("v2", 1.0)])
+    [lease] = nova.claim("tok.a", "synthetic").leases
+    commit(nova, "tok.a", lease)  # verifying
+    check("mismatch")  # mismatch, invalidated
+    # the verifier leaves: a held result stands once it waited VERIFY_ORPHAN_MS
+    nova.set_quarantine("tok.a", False)
+    nova.redis.hset(trust, mapping={"level": "new", "streak": 0})
+    nova.enqueue("synthetic", [TaskSpec("v3", 1.0)])
+    [lease] = nova.claim("tok.a", "synthetic").leases
+    commit(nova, "tok.a", lease)  # verifying
+    nova.deregister_worker("v1")
+    nova.redis.zadd(nova.keys.verify("synthetic"), {lease.task_id: 0})  # waited long
+    for _ in range(20):  # the orphan is settled by a claim that finds nothing of its own
+        res = nova.claim("tok.a", "synthetic")  # unverified (and completed), once idle
+        if not res.leases:
+            break
+        for other in res.leases:  # no verifier is live: not held
+            commit(nova, "tok.a", other)
+    assert nova.task(lease.task_id).state == "done"
+
+
 def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     nova.register_worker("w1", {"name": "one"}, ["synthetic"])
     job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 1.0) for i in range(3)], max_attempts=2)
@@ -184,6 +233,7 @@ def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     nova.redis.hset(nova.keys.meta(), "last_tick_ms", nova.server_time_ms() - 60_000)
     nova.reap()  # grace
     backups(nova)
+    verification(nova)
     nova.set_quarantine("w3", True, reason="test")  # worker_quarantined
     nova.set_quarantine("w3", False)  # worker_released
     nova.note_loading("w3", "synthetic", "model-a")  # model_loading

@@ -32,7 +32,7 @@ WID, APP = "n1.w1", "synthetic"
 #: a legal value of each schema placeholder
 SAMPLES = {"<job>": "01J9ZKQ3AB", "<index>": "7", "<app>": APP, "<wid>": WID,
            "<owner>": "alice", "<digest>": "ab" * 32, "<client>": "203.0.113.9",
-           "<window>": "57812"}
+           "<window>": "57812", "<ident>": "n1"}
 
 
 def schema() -> dict[str, str]:

@@ -44,6 +44,9 @@ BUILT = {
     "nova:{ns}:web:session:<digest>": K.web_session("D"),
     "nova:{ns}:web:fails:<client>": K.web_unlock_fails("C"),
     "nova:{ns}:tokens": K.tokens(),
+    "nova:{ns}:verify:<app>": K.verify("A"),
+    "nova:{ns}:trust:<ident>": K.trust("I"),
+    "nova:{ns}:unverified:<ident>": K.unverified("I"),
     "nova:{ns}:token:<digest>": K.token("D"),
     "nova:{ns}:gw:rate:<digest>:<window>": K.gateway_rate("D", 9),
 }
@@ -62,7 +65,8 @@ def test_key_strings_match_their_templates():
         expected = (template.replace("{ns}", "{ns1}").replace("<job>", "J")
                     .replace("<index>", "7").replace("<app>", "A").replace("<wid>", "W")
                     .replace("<digest>", "D").replace("<client>", "C").replace("<owner>", "O")
-                    .replace("<window>", "9"))
+                    .replace("<window>", "9")
+                    .replace("<ident>", "I"))
         assert built == expected
 
 

@@ -4,11 +4,15 @@
   (estimated here when nil) and is not probing; else WAIT with `hint` (the policy's or
   BLOCKED), WAIT DRAINING when nothing is pending but tasks are in flight, or EMPTY. Each
   answer notes when the worker last claimed (claim_ms: others' claims count on it a while).
+  Results awaiting verification that no live worker may verify are settled first
+  (orphan_verifications: idle claims look, the busy path does not pay for it).
 ]]
 --- @include "estimate"
 --- @include "find_backup"
 --- @include "write_backup"
+--- @include "orphan_verifications"
 local function claim_idle(ctx, K, a, me, probing, now, hint, t_w)
+  orphan_verifications(ctx, K, a.app, now)
   local inflight = tonumber(redis.call('HGET', K.inflight, a.app) or '0') or 0
   if inflight > 0 and not probing and (tonumber(me.n) or 0) > 0 then
     t_w = t_w or estimate(K.fleet, a.prefix, a.wid, a.app, me)

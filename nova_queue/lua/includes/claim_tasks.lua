@@ -6,7 +6,8 @@
   task), scan_candidates, estimate, grant_count (the policy), write_leases; claim_idle
   when the worker gets nothing of its own (a backup attempt, or when to ask again). The
   worker's cannot_run marks (cannot_run_here, read only when it has the field) keep it
-  from jobs of the models it could not prepare.
+  from jobs of the models it could not prepare. A worker that verifies (its field
+  `verifier`) is offered a result awaiting verification first (take_verify).
 ]]
 --- @include "tick"
 --- @include "reap"
@@ -16,7 +17,8 @@
 --- @include "grant_count"
 --- @include "write_leases"
 --- @include "claim_idle"
---- @include "cannot_run_here"
+--- @include "claimer"
+--- @include "take_verify"
 local function claim_tasks(K, a)
   local ctx = {
     prefix = a.prefix, leases = K.leases, alive = K.alive, inflight = K.inflight,
@@ -28,11 +30,7 @@ local function claim_tasks(K, a)
   if not redis.call('ZSCORE', K.alive, a.wid) then
     return { CODE.WORKER_LOST, int(now), 'worker ' .. a.wid .. ' is not registered' }
   end
-  -- everything this script reads of the worker, in one call
-  local last_claim, ema, n, bench, name, backend, host, claims, quarantined, labels,
-    memory_total, warm, load_s, cannot_run = unpack(redis.call('HMGET', K.worker, 'last_claim',
-    'ema:' .. a.app, 'n:' .. a.app, 'bench:' .. a.app, 'name', 'backend', 'host', 'claims',
-    'quarantined', 'labels', 'memory_total', 'warm:' .. a.app, 'load:' .. a.app, 'cannot_run'))
+  local me, last_claim, quarantined, verifier = claimer(K, a, now)
   if last_claim == a.attempt_ids[1] then
     local again = claim_again(a.prefix, K.held, a.attempt_ids)
     if again then
@@ -47,12 +45,10 @@ local function claim_tasks(K, a)
     end
     a.k = 1 -- a probe: one task
   end
-  local me = { ema = ema, n = n, bench = bench, name = name or '', backend = backend or '',
-    host = host or '', claims = claims, labels_raw = labels, memory = memory_total, warm = warm,
-    load_s = num_in(load_s, 0, MAX_RUN_S) or 0, app = a.app,
-    window_ms = math.max(a.ttl_ms, MIN_CLAIMING_MS), -- others count on recent claimers only
-    -- the models it could not prepare: {model -> reason}, or nil
-    marks = cannot_run and cannot_run_here(K.worker, cannot_run, a.app, now) }
+  local verify = verifier == '1' and not probing and take_verify(ctx, K, a, me, now)
+  if verify then
+    return { CODE.OK, int(now), cjson.encode({ verify }) }
+  end
   local R = redis.call('ZCARD', K.pending)
   if R == 0 then
     return claim_idle(ctx, K, a, me, probing, now)

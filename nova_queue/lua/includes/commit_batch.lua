@@ -2,7 +2,8 @@
   order, each fenced and answered on its own (fence_commit, as complete_task fences one):
   unknown task, ALREADY (this exact commit took effect: its reply was lost), stale
   (reject_stale), or committed. A plain commit (no backup attempt, no earlier failures to
-  blame, its job not cancelled, its worker not quarantined) takes commit_fast's path: its
+  blame, its job not cancelled, its worker trusted, not quarantined and holding no
+  verification) takes commit_fast's path: its
   task hash now, its completed event and counts gathered in b and written by flush_batch;
   any other is complete_task's, after a flush (it reads the counts afresh). A job is read
   once per batch (b.jobs, COMMIT_JOB; a flush forgets it). Gathered completed events are
@@ -27,8 +28,12 @@ local function commit_batch(K, commits)
   local b = { tids = {}, jobs = {}, order = {}, last = {}, runs = {}, apps = {}, usage = {},
     ev = { job = {}, task = {}, gen = {}, run_s = {}, warm = {}, result = {} } }
   local codes, finished = {}, {}
-  -- a quarantined worker's commit may be its probe: complete_task's order of events
-  local probing = redis.call('HGET', K.worker, 'quarantined') == '1'
+  -- a quarantined worker's commit may be its probe, one that is not trusted may be held for
+  -- verification, a verifier's settles one: complete_task's path
+  local quarantined, trust, verifies = unpack(redis.call('HMGET', K.worker, 'quarantined',
+    'trust', 'verifies'))
+  local slow = quarantined == '1' or trust == 'new' or trust == 'earned'
+    or (tonumber(verifies) or 0) > 0
   for i, c in ipairs(commits) do
     local task_key = ctx.prefix .. 'task:' .. c.tid
     local code, _, t = fence_commit(task_key, c)
@@ -39,8 +44,9 @@ local function commit_batch(K, commits)
         or redis.call('HMGET', ctx.prefix .. 'job:' .. job_id, unpack(COMMIT_JOB))
       b.jobs[job_id] = j
       if t[COMMIT_TASK.b_worker] or t[COMMIT_TASK.failed_on]
-          or j[COMMIT_JOB.state] == 'cancelled' or probing then
+          or j[COMMIT_JOB.state] == 'cancelled' or slow then
         flush_batch(ctx, K, b, now)
+        c.order = i
         code, finished[i] = unpack(complete_task({ task = task_key,
           job = ctx.prefix .. 'job:' .. job_id, worker = K.worker, held = K.held,
           fleet = ctx.prefix .. 'app:' .. (j[COMMIT_JOB.app] or '') .. ':fleet',

@@ -56,6 +56,19 @@ local FREE_WINDOW_MS = 60000
 local MAX_RETENTION_S = 315360000  -- how long a finished job stays in Redis (10 years)
 local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before retention): 7 days
 local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
+-- Verification of results from workers that are not trusted (docs/SECURITY.md)
+local MAX_UNVERIFIED = 1024        -- an identity's latest results that stand unverified, kept
+                                   -- to re-run if it is caught (older ones are forgotten)
+local MAX_VERIFY_SCAN = 16         -- results awaiting verification one claim looks at
+local VERIFY_HALF = 4              -- share verified: HALF / (HALF + agreements in a row) ...
+local VERIFY_FLOOR = 0.05          -- ... never below this (and this once trust is earned)
+local TRUST_AFTER = 20             -- agreements in a row that earn trust
+local VERIFY_WAIT_MS = 2000        -- trusted verifiers go first; then others may verify
+local MAX_VERIFY_TRIES = 3         -- verifier attempts that end without a commit: then failed
+local VERIFY_ORPHAN_MS = 10000     -- a result awaiting verification this long is looked at:
+                                   -- with no live worker that may verify it, it stands
+local MAX_VERIFIER_VISIT = 256     -- live workers of an app looked at for a verifier (more:
+                                   -- one is assumed)
 local MIN_TOMBSTONE_S = 60         -- ... for as long again as the retention, a minute at least
 local PURGED_MARK = 0.5            -- a purged job's tombstone score: the ms it was purged + this
 local MAX_EXPIRE_JOBS = 256        -- due jobs (and old tombstones) one sweep looks at
@@ -84,12 +97,21 @@ local STATE_COUNTS = { 'pending', 'leased', 'done', 'failed', 'cancelled' }
 local RECOUNT_JOB = { STATE_COUNTS, 'state', 'total', 'finished_ms' }
 -- job:<job> of a running task a backup may take (find_backup, for write_backup)
 local BACKUP_JOB = { 'app', 'state', 'params', 'timeout_s', 'model' }
+-- job:<job> of a result awaiting verification (take_verify, for write_verify_lease)
+local VERIFY_JOB = { 'state', 'params', 'timeout_s', 'model' }
 -- task:<job>:<index>, the attempts a report is fenced by (fence: the first fields of every
 -- read of a task a report is checked against); the backup's lease_gen and attempt id are
 -- read by the fence itself, only when the backup's worker reports
 local LEASE = { 'state', 'worker', 'lease_gen', 'attempt_id', 'b_worker' }
 -- task:<job>:<index>, as a commit weighs it (fence_commit)
 local COMMIT_TASK = { LEASE, 'cost', 'failed_on', 'charged' }
+-- task:<job>:<index>, a result awaiting verification, as a claim weighs it (take_verify)
+local VERIFY_TASK = { 'state', 'cand_wid', 'cand2_wid', 'v_need', 'v_since_ms', 'cost', 'input',
+  'lease_gen', 'gen_top', 'attempt_count', 'cand', 'cand2' }
+-- task:<job>:<index>, its results awaiting verification, as the verifier's commit weighs them
+-- (settle_verify)
+local CAND_TASK = { 'cand', 'cand_wid', 'cand_name', 'cand_backend', 'cand_host', 'cand_run_s',
+  'cand_ms', 'cand_meta', 'cand_gen', 'cand_attempt', 'cand2', 'cand2_wid', 'cand2_ms' }
 -- task:<job>:<index>, as a renew weighs it (renew_lease)
 local RENEW_TASK = { LEASE, 'run_deadline_ms', 'b_run_deadline_ms', 'claimed_ms', 'b_claimed_ms',
   'deadline_ms', 'b_deadline_ms', 'last_worker', 'error_kind' }

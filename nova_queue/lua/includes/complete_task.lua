@@ -3,7 +3,9 @@
   alive, inflight, failed, finished, events); c: its ARGV by name (commit_argv). Checks as
   complete-11's header says (check_commit_ids, fence_commit, check_commit_report); a task
   with a backup attempt is settled first (settle_backup: the first commit wins), and the
-  workers it failed on before are blamed (blame_others). Returns complete-11's reply.
+  workers it failed on before are blamed (blame_others). A verifier's commit of a result
+  awaiting verification settles it (complete_verified); the result of a worker that is not
+  trusted may be held for verification (hold_unverified). Returns complete-11's reply.
 ]]
 --- @include "fence_commit"
 --- @include "reject_stale"
@@ -15,6 +17,8 @@
 --- @include "blame_others"
 --- @include "write_commit"
 --- @include "note_usage"
+--- @include "complete_verified"
+--- @include "hold_unverified"
 local function complete_task(K, c)
   local bad = check_commit_ids(K, c)
   if bad then
@@ -47,16 +51,26 @@ local function complete_task(K, c)
     reject_stale(ctx, tid, wid, 'complete', gen, t, code)
     return { code, 0 }
   end
-
   local app, run_s, cost = j[COMMIT_JOB.app], c.run_s, t[COMMIT_TASK.cost]
+  local trust, verifies = unpack(redis.call('HMGET', K.worker, 'trust', 'verifies'))
+  if (tonumber(verifies) or 0) > 0 and redis.call('HGET', K.task, 'cand') then
+    return complete_verified(ctx, K, tid, j, c, t, trust, now)
+  end
   if t[COMMIT_TASK.b_worker] then
     settle_backup(ctx, tid, which, app, cost, now)
   end
-  write_commit(ctx, K, tid, j, c, now)
+  local held = (trust == 'new' or trust == 'earned') and hold_unverified(ctx, K, tid, j, c,
+    trust, now)
+  if not held then
+    write_commit(ctx, K, tid, j, c, now)
+  end
   record_runs(ctx, K, app, { { tid = tid, cost = cost, run_s = run_s, warm = c.warm == '1' } },
     now)
   note_usage(c.prefix, j[COMMIT_JOB.owner] or '',
     run_s - (num_in(t[COMMIT_TASK.charged], 0, MAX_RUN_S) or 0), now)
+  if held then
+    return { CODE.OK, 0 }
+  end
   emit(ctx, 'completed', 'job', job_id, 'task', index, 'worker', wid, 'lease_gen', gen,
     'run_s', num(run_s), 'warm', c.warm == '1' and '1' or '0', 'result', c.result_key)
   if t[COMMIT_TASK.failed_on] and blame_others(ctx, tid, t[COMMIT_TASK.failed_on], wid, now, c) then

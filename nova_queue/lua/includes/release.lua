@@ -9,14 +9,15 @@
 ]]
 --- @include "drop_attempt"
 --- @include "queue_job"
+--- @include "release_verify"
 local function release(ctx, tid, now, kind, message, burn)
   redis.call('ZREM', ctx.leases, tid)
   if not is_task_id(tid) then
     return nil -- not a task id (a lease written by hand): nothing to release
   end
   local task_key = ctx.prefix .. 'task:' .. tid
-  local state, worker, attempt_count, lease_gen, b_worker = unpack(redis.call('HMGET', task_key,
-    'state', 'worker', 'attempt_count', 'lease_gen', 'b_worker'))
+  local state, worker, attempt_count, lease_gen, b_worker, cand = unpack(redis.call('HMGET',
+    task_key, 'state', 'worker', 'attempt_count', 'lease_gen', 'b_worker', 'cand'))
   if state ~= 'leased' then
     return nil
   end
@@ -33,11 +34,12 @@ local function release(ctx, tid, now, kind, message, burn)
     redis.call('HSET', task_key, 'state', 'failed', 'error', 'job not found')
     return 'failed' -- a task without a job (written by hand)
   end
-  if ctx.budget then
-    ctx.budget = ctx.budget - 1
-  end
+  ctx.budget = ctx.budget and ctx.budget - 1
   redis.call('HINCRBY', ctx.inflight, app, -1)
   redis.call('HINCRBY', job_key, 'leased', -1)
+  if cand then -- a verifier's lease: the result awaits verification again
+    return release_verify(ctx, tid, job_state, app, wid, kind, message, burn, now)
+  end
   local attempts = int_in(attempt_count, 0, 1e15) or 0
   if not burn and attempts > 0 then
     attempts = attempts - 1

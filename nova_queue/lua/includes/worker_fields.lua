@@ -12,6 +12,7 @@ local OWNED = {
   quarantined = true, quarantine_reason = true, quarantined_ms = true,
   quarantine_until_ms = true, cooldown_ms = true, probe_tid = true, model_loads = true,
   protocol = true, claim_ms = true, free_n = true, free_since_ms = true, cannot_run = true,
+  trust = true, verifies = true,
 }
 
 local function worker_fields(fields)
