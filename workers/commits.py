@@ -55,7 +55,7 @@ class Ready:
     key: str
     run_s: float
     warm: bool
-    meta: dict[str, str]
+    meta: dict[str, Any]
     inline: bytes = b""
 
 

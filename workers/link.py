@@ -286,6 +286,13 @@ class GatewayLink:
                 self._staged.pop(next(iter(self._staged)))
             self._staged[key] = (data, content_type, dict(metadata or {}))
 
+    #: A gateway worker is never offered others' results to verify (it cannot fetch them).
+    verifies = False
+
+    def candidate(self, lease: Lease, slot: str) -> bytes:
+        """Never called: the gateway registers its workers as no verifiers."""
+        raise RuntimeError(f"a gateway worker does not verify ({lease.task_id} {slot})")
+
     def discard(self, key: str) -> None:
         """Forget a kept result (the gateway deletes an object it wrote for a commit it
         refused itself)."""

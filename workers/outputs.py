@@ -30,6 +30,7 @@ from nova_queue.apps.base import AppContext, TaskOutput
 from nova_queue.errors import (
     InvalidOutput,
     ObjectExistsError,
+    ObjectNotFoundError,
     ResultTooLargeError,
     StaleResultError,
     StoreError,
@@ -166,9 +167,12 @@ class Run:
             key = self._upload(lease, output)
             if key is None:
                 return  # reported as failed
+        provenance = self._provenance(output)
+        if lease.verify:
+            provenance["verify"] = self._verdicts(lease, output)
         if not self.ready:
             self.ready_since = time.perf_counter()
-        self.ready.append(Ready(lease, key, run_s, warm, self._provenance(output), inline))
+        self.ready.append(Ready(lease, key, run_s, warm, provenance, inline))
         if len(self.ready) >= MAX_CLAIM_K:
             self.flush(last=False)
 
@@ -227,9 +231,31 @@ class Run:
             "prompt": _fit(lease.input, PROMPT_META_BYTES),
         }
 
-    def _provenance(self, output: TaskOutput) -> dict[str, str]:
+    def _verdicts(self, lease: Lease, output: TaskOutput) -> dict[str, str]:
+        """A verification run's word on each candidate (``lease.verify``): ``agree`` when the
+        app's :meth:`~nova_queue.apps.base.AppSpec.same_result` says this run's result and
+        the candidate's are the same, else ``mismatch``. Nothing about a candidate that
+        cannot be read, or of an app whose results do not compare (``comparable`` False):
+        the commit then neither credits nor blames its maker, and this run's result stands."""
+        spec = self.runner.spec
+        verdicts: dict[str, str] = {}
+        if not spec.comparable:
+            return verdicts
+        for slot in lease.verify or {}:
+            try:
+                theirs = self.transport.candidate(lease, slot)
+            except (StoreError, ObjectNotFoundError, redis.RedisError, RuntimeError) as exc:
+                log.warning("%s: cannot read the result to verify (%s): %s", lease.task_id,
+                            slot, exc)
+                continue
+            same = spec.same_result(bytes(output.data), theirs, params=lease.params)
+            verdicts[slot] = "agree" if same else "mismatch"
+            log.info("%s: verified %s's result: %s", lease.task_id, slot, verdicts[slot])
+        return verdicts
+
+    def _provenance(self, output: TaskOutput) -> dict[str, Any]:
         """The task's ``meta``: the app's metadata plus where and how big the result is."""
-        provenance = {k: str(v) for k, v in output.metadata.items()}
+        provenance: dict[str, Any] = {k: str(v) for k, v in output.metadata.items()}
         provenance.update(backend=self.ctx.backend, device=self.ctx.device_name,
                           worker=self.ctx.worker_name, content_type=output.content_type,
                           bytes=str(len(output.data)))

@@ -193,8 +193,16 @@ class Worker:
 
     def register(self) -> None:
         """Join (or re-join) the fleet with the capability record and benchmark."""
+        # its trust (NOVA_TRUST; a gateway sets its token's instead), whether it can fetch
+        # others' results to verify them (a direct worker can), and which of its apps'
+        # results cannot be compared (AppSpec.comparable: only validated, never re-run)
+        fields = {**self._fields, "trust": self.settings.trust,
+                  "verifier": "1" if self.client.verifies else "0"}
+        nocompare = [name for name, app in self.apps.items() if not app.spec.comparable]
+        if nocompare:
+            fields["nocompare"] = ",".join(nocompare)
         self.client.register_worker(
-            self.worker_id, self._fields, list(self.apps),
+            self.worker_id, fields, list(self.apps),
             {a: b.for_registry() for a, b in self.benchmarks.items()})
         self._registered = True
 

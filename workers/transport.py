@@ -22,9 +22,11 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
+from redis.client import NEVER_DECODE
+
 from nova_queue import protocol, wake
 from nova_queue.client import BatchCommit, BatchResult, NovaClient
-from nova_queue.errors import ObjectExistsError
+from nova_queue.errors import ObjectExistsError, ObjectNotFoundError
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
@@ -139,6 +141,14 @@ class WorkerTransport(Protocol):
         cannot be removed)."""
         ...
 
+    #: Whether it can fetch another worker's result to verify it (:meth:`candidate`).
+    verifies: bool
+
+    def candidate(self, lease: Lease, slot: str) -> bytes:
+        """A verification lease's candidate result ``slot`` (``cand``, ``cand2``): its bytes
+        (StoreError, ObjectNotFoundError when they cannot be read)."""
+        ...
+
 
 class DirectTransport:
     """A worker's calls straight to Redis (a :class:`~nova_queue.client.NovaClient`) and
@@ -234,6 +244,20 @@ class DirectTransport:
     def discard(self, key: str) -> None:
         """Delete the refused commit's object (its attempt's own: no task points at it)."""
         self._store().delete(key)
+
+    verifies = True
+
+    def candidate(self, lease: Lease, slot: str) -> bytes:
+        """The candidate held inline (``inline:<task>`` field ``slot``), else the store's
+        object under its result key."""
+        data = self.client.redis.execute_command(
+            "HGET", self.client.keys.inline(lease.task_id), slot, **{NEVER_DECODE: []})
+        if data is not None:
+            return bytes(data)
+        key = (lease.verify or {}).get(slot)
+        if not key:
+            raise ObjectNotFoundError(f"{lease.task_id}: no candidate {slot}")
+        return self._store().get(key).data
 
     def _store(self) -> ResultStore:
         if self.store is None:

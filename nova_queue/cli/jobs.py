@@ -199,7 +199,8 @@ def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
     click.echo(f"job {visible(st.job_id)}  app {visible(st.app)}  "
                f"state {visible(st.state)}  name '{visible(st.name)}'")
     click.echo(f"  {st.total} tasks: {st.pending} pending, {st.leased} running, {st.done} done, "
-               f"{st.failed} failed, {st.cancelled} cancelled")
+               f"{st.failed} failed, {st.cancelled} cancelled"
+               + (f", {st.verifying} awaiting verification" if st.verifying else ""))
     if waiting and runners.blocked:
         click.echo(f"  waiting: {waiting}")
     elif waiting:

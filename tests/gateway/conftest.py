@@ -51,10 +51,12 @@ def gw(gw_app):
 
 @pytest.fixture
 def make_token(admin: NovaClient):
-    """``make_token(name, apps=(), labels=None)``: create a token, return it."""
+    """``make_token(name, apps=(), labels=None, trust="trusted")``: create a token, return
+    it. Trusted by default: these tests are about the gateway's calls, and a new token's
+    results would wait for a verifier (tests/gateway/test_gateway_verify.py has those)."""
 
-    def make(name: str = "w1", apps=(), labels=None) -> str:
-        return tokens.create(admin, name, apps=apps, labels=labels)
+    def make(name: str = "w1", apps=(), labels=None, trust: str = "trusted") -> str:
+        return tokens.create(admin, name, apps=apps, labels=labels, trust=trust)
 
     return make
 

@@ -18,7 +18,10 @@ one late result, then healthy), so a test need not race the worker to switch it 
 the worker hands the job back without using an attempt, and its startup self-test fails.
 ``{"invalid": "all"}`` makes each task return an all-black PNG (a broken driver's output),
 which :meth:`SyntheticRunner.validate` rejects: the worker hands it back (the worker's
-fault, no attempt used).
+fault, no attempt used). ``{"lie": 0.3}`` makes a share of tasks (drawn per task and
+attempt, seeded: the same task lies the same way) return a well-formed card with a wrong
+answer, which only re-running the task elsewhere shows (docs/SECURITY.md, verification);
+``"honest_first": 50`` keeps the first 50 tasks under these settings honest.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import json
 import logging
 import math
 import os
+import random
 import signal
 import threading
 import time
@@ -106,6 +110,18 @@ class Control:
         times = state.get("times")
         return state.get("invalid") == "all" and not (isinstance(times, int)
                                                       and under_state > times)
+
+    def lies(self, task: TaskInput) -> bool:
+        """Whether the task that just started (:meth:`before_task`) returns a wrong answer:
+        the file's ``lie`` share, past its ``honest_first`` tasks."""
+        with self._lock:
+            state, under_state = self.state, self.under_state
+        share, honest = state.get("lie"), state.get("honest_first", 0)
+        if not isinstance(share, (int, float)) or share <= 0:
+            return False
+        if isinstance(honest, int) and under_state <= honest:
+            return False
+        return random.Random(f"{task.task_id}:{task.attempt}").random() < share
 
     def before_task(self) -> float:
         """Apply the failure of the moment; returns the extra slowdown factor."""
@@ -202,6 +218,7 @@ class SyntheticRunner(AppRunner):
                                    float(params.get("jitter", 0.0)),
                                    int(params.get("jitter_seed", 0)), task.index)
         extra = self._control.before_task() if self._control is not None else 1.0
+        lie = self._control is not None and self._control.lies(task)
         started = time.perf_counter()
         digest, rounds = burn(task.input, seconds * ctx.slowdown * extra)
         compute_s = time.perf_counter() - started
@@ -211,7 +228,8 @@ class SyntheticRunner(AppRunner):
             "job": task.job_id, "task": task.task_id, "index": str(task.index),
             "attempt": str(task.attempt), "seconds": f"{seconds:g}",
             "slowdown": f"{ctx.slowdown:g}", "compute_s": f"{compute_s:.4f}",
-            "hash_rounds": str(rounds), "digest": digest, "answer": task_answer(task.input),
+            "hash_rounds": str(rounds), "digest": digest,
+            "answer": task_answer(f"forged {task.input}" if lie else task.input),
         }
         size = int(params.get("size", DEFAULTS["size"]))
         if self._control is not None and self._control.invalid_output():
