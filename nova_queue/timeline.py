@@ -4,7 +4,12 @@ The stream holds each transition in the order Redis applied it (``nova_queue/eve
 ``claimed`` and ``backup_started`` open an attempt ``(task, lease_gen)``; ``completed``,
 a release (``requeued`` / ``failed`` / ``cancelled``), ``attempt_ended`` and the backup
 verdicts (``backup_won`` / ``backup_lost``) close it; ``stale_rejected`` marks an attempt
-whose late report was turned away. The gallery draws one lane per worker and one bar per
+whose late report was turned away. Verification (docs/SECURITY.md): ``verifying`` closes an
+attempt whose result is held (``held``), ``verify_started`` opens the re-run that checks it
+(``verify``); ``verified`` makes the held attempt ``verified`` and the re-run ``agreed``,
+``mismatch`` makes it ``mismatch``, ``unverified`` makes it ``unverified`` (no verifier was
+live: it stands), and ``invalidated`` makes a committed attempt ``invalidated`` (its
+maker was caught: the task runs again). The gallery draws one lane per worker and one bar per
 attempt. The stream is trimmed (``NOVA_EVENTS_MAXLEN``): for an old job the first attempts
 may be gone, and ``complete`` says whether the job's first event was still there.
 """
@@ -37,9 +42,12 @@ class Attempt:
     start_ms: int
     end_ms: int | None = None
     #: running | committed | lost | timed out | failed | handed back | cancelled |
-    #: backup won | backup lost | superseded
+    #: backup won | backup lost | superseded | held | verified | agreed | mismatch |
+    #: unverified | invalidated
     outcome: str = "running"
     backup: bool = False
+    #: a re-run that checks another worker's result
+    verify: bool = False
     stale: bool = False
     error: str = ""
 
@@ -96,11 +104,13 @@ def replay(events: list[Event]) -> list[Attempt]:
             continue
         task = int(f["task"])
         gen = int(f.get("lease_gen") or 0)
-        if e.type in ("claimed", "backup_started"):
+        if e.type in ("claimed", "backup_started", "verify_started"):
             a = Attempt(task, gen, f.get("worker", ""), e.ts_ms,
-                        backup=e.type == "backup_started")
+                        backup=e.type == "backup_started", verify=e.type == "verify_started")
             attempts.append(a)
             live[(task, gen)] = by_worker[(task, a.worker_id)] = a
+        elif e.type in VERDICTS:
+            _verdict(e.type, f, task, live, by_worker, e.ts_ms)
         elif e.type == "completed":
             _end(live, task, gen, e.ts_ms, "committed")
         elif e.type in ("backup_won", "backup_lost"):
@@ -109,18 +119,44 @@ def replay(events: list[Event]) -> list[Attempt]:
                 winner.outcome = "backup won"  # completed follows and keeps it
             _end(live, task, int(f.get("loser_gen") or 0), e.ts_ms,
                  "backup lost" if e.type == "backup_won" else "superseded")
-        elif e.type == "attempt_ended":
-            _end(live, task, gen, e.ts_ms, RELEASE_OUTCOMES.get(f.get("kind", ""), "lost"),
-                 f.get("error", ""))
-        elif e.type in ("requeued", "failed", "cancelled") and f.get("worker"):
-            outcome = RELEASE_OUTCOMES.get(f.get("kind", ""), "lost")
-            for key in [k for k in live if k[0] == task]:  # a release ends every attempt
-                _end(live, task, key[1], e.ts_ms, outcome, f.get("error", ""))
+        elif e.type == "attempt_ended" or (e.type in ("requeued", "failed", "cancelled")
+                                           and f.get("worker")):
+            _release(e.type, f, task, gen, live, e.ts_ms)
         elif e.type == "stale_rejected":
             a = by_worker.get((task, f.get("worker", "")))
             if a is not None and a.lease_gen == gen:
                 a.stale = True
     return attempts
+
+
+def _release(etype: str, f: dict[str, str], task: int, gen: int,
+             live: dict[tuple[int, int], Attempt], ts_ms: int) -> None:
+    """An attempt ended without a result (``attempt_ended``: that one; a release: every
+    attempt of the task), its outcome from the event's ``kind``."""
+    outcome = RELEASE_OUTCOMES.get(f.get("kind", ""), "lost")
+    gens = [gen] if etype == "attempt_ended" else [k[1] for k in live if k[0] == task]
+    for g in gens:
+        _end(live, task, g, ts_ms, outcome, f.get("error", ""))
+
+
+#: Verification events and what they make of the attempts they name.
+VERDICTS = ("verifying", "verified", "mismatch", "unverified", "invalidated")
+
+
+def _verdict(etype: str, f: dict[str, str], task: int, live: dict[tuple[int, int], Attempt],
+             by_worker: dict[tuple[int, str], Attempt], ts_ms: int) -> None:
+    """A verification event: the held attempt (its maker's, ``worker``) and the re-run
+    (``by``) take the outcome it says."""
+    if etype == "verifying":
+        _end(live, task, int(f.get("lease_gen") or 0), ts_ms, "held")
+        return
+    made = by_worker.get((task, f.get("worker", "")))
+    if made is not None and made.end_ms is not None:
+        made.outcome = {"verified": "verified", "mismatch": "mismatch",
+                        "unverified": "unverified", "invalidated": "invalidated"}[etype]
+    check = by_worker.get((task, f.get("by", "")))
+    if etype == "verified" and check is not None and check.verify:
+        _end(live, task, check.lease_gen, ts_ms, "agreed")  # the candidate's result stands
 
 
 def _end(live: dict[tuple[int, int], Attempt], task: int, gen: int, ts_ms: int, outcome: str,

@@ -24,8 +24,8 @@ from flask import Blueprint, abort, jsonify, request
 from nova_queue.errors import JobNotFoundError
 from nova_queue.timeline import job_timeline
 from nova_queue.web.extensions import nova
+from nova_queue.web.lanes import timeline_view
 from nova_queue.web.livefeed import parse_event_id
-from nova_queue.web.present import timeline_view
 from nova_queue.web.text import missing_status
 
 bp = Blueprint("api", __name__, url_prefix="/api")

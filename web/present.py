@@ -25,12 +25,12 @@ UrlFor = Callable[[str], str]
 def eta_s(job: JobStatus, now_ms: int) -> float | None:
     """Seconds until a job is done, from its observed throughput.
 
-    ``ETA = remaining / throughput`` where ``remaining = pending + leased`` (tasks not yet
-    terminal) and ``throughput = done / elapsed_s`` with ``elapsed_s = (now_ms -
+    ``ETA = remaining / throughput`` where ``remaining = pending + leased + verifying``
+    (tasks not yet terminal) and ``throughput = done / elapsed_s`` with ``elapsed_s = (now_ms -
     started_ms) / 1000`` on the Redis clock. Unknown (None) until a task is done or while
     the job has not started; 0 once nothing remains.
     """
-    remaining = job.pending + job.leased
+    remaining = job.pending + job.leased + job.verifying
     if remaining == 0:
         return 0.0
     if not job.started_ms or job.done == 0:
@@ -64,7 +64,8 @@ def job_summary(job: JobStatus, now_ms: int) -> dict[str, Any]:
         "progress": progress,
         "percent_text": f"{progress * 100:.0f} %",
         "counts_text": (f"{job.done}/{job.total} done · {job.leased} running · {job.pending} "
-                        f"pending · {job.failed} failed · {job.cancelled} cancelled"),
+                        f"pending · {job.failed} failed · {job.cancelled} cancelled"
+                        + (f" · {job.verifying} verifying" if job.verifying else "")),
         "elapsed_s": elapsed,
         "elapsed_text": fmt_seconds(elapsed),
         "eta_s": eta,
@@ -118,6 +119,7 @@ def task_view(task: TaskInfo, result_url: UrlFor) -> dict[str, Any]:
         "note": str(task.meta.get("note", "")) if isinstance(task.meta, dict) else "",
         "error_text": f"{task.error_kind}: {task.error}" if task.error else "",
         "backup_text": _backup_text(task),
+        "verify_text": _verify_text(task),
     }
 
 
@@ -134,6 +136,8 @@ def _owner_text(task: TaskInfo) -> str:
         return f"failed after {_count(task.attempt_count, 'attempt')}"
     if task.state == "cancelled":
         return "cancelled"
+    if task.state == "verifying":
+        return f"result from {owner} awaiting verification" if owner else "awaiting verification"
     return f"by {owner}" if owner else task.state
 
 
@@ -145,6 +149,18 @@ def _timing_text(task: TaskInfo) -> str:
     if task.run_s is not None:
         parts.append(f"actual {fmt_seconds(task.run_s)}")
     return " · ".join(parts)
+
+
+def _verify_text(task: TaskInfo) -> str:
+    """Where the result stands with verification: verified by whom, awaiting it, or being
+    re-run to check it."""
+    if task.state == "done" and task.verified_by:
+        return f"verified by {task.verified_by_name or task.verified_by}"
+    if task.state == "verifying":
+        return "awaiting verification"
+    if task.state == "leased" and task.candidates:
+        return "re-run to verify"
+    return ""
 
 
 def _backup_text(task: TaskInfo) -> str:
@@ -234,6 +250,22 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                    "its backup; the backup lost"),
     "attempt_ended": lambda f, who: (f"{_task(f)}: one of its two attempts, on {who}, ended "
                                      f"({f.get('kind')}); the other runs on{_error(f)}"),
+    "verifying": lambda f, who: (f"{_task(f)}: the result from {who} awaits verification"
+                                 + (" by a trusted worker" if f.get("need") == "trusted" else "")),
+    "verify_started": lambda f, who: (f"{_task(f)}: {who} re-runs it to check "
+                                      f"{f.get('of')}'s result"),
+    "verified": lambda f, who: f"{_task(f)}: the result from {who} verified by {f.get('by')}",
+    "mismatch": lambda f, who: (f"{_task(f)}: the result from {who} did not match "
+                                f"{f.get('by')}'s; {f.get('reopened', 0)} of its unverified "
+                                "results run again"),
+    "invalidated": lambda f, who: (f"{_task(f)}: its result from {who} was withdrawn (its "
+                                   "maker was caught); it runs again"),
+    "unverified": lambda f, who: (f"{_task(f)}: no worker could verify the result from {who}; "
+                                  + ("it stands unverified" if f.get("state") == "done"
+                                     else "two results disagreed and no trusted worker "
+                                          "was live: failed")),
+    "trusted": lambda f, who: (f"worker {who} earned trust after {f.get('agreements')} "
+                               "verified results in a row"),
     "worker_quarantined": lambda f, who: (f"worker {who} quarantined: {f.get('reason')}; "
                                           f"{f.get('refunded', 0)} tasks got their attempts "
                                           "back"),
@@ -247,6 +279,8 @@ def event_text(event: Event, names: Mapping[str, str]) -> str:
     f = event.fields
     wid = f.get("worker", "")
     who = f.get("name") or names.get(wid) or wid or "?"
+    # the other workers an event names (a verifier, the maker of a checked result), by name
+    f = {**f, **{k: names[f[k]] for k in ("by", "of") if f.get(k) in names}}
     text = EVENT_TEXTS.get(event.type)
     if text is not None:
         return text(f, who)
@@ -292,7 +326,17 @@ def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
                             f"{_probe_when(w.quarantine_until_ms, now_ms)}"
                             if w.quarantined else ""),
         "cannot_run_texts": [cannot_run_text(m, now_ms) for m in w.cannot_run],
+        "trust_text": trust_text(w),
     }
+
+
+def trust_text(w: WorkerInfo) -> str:
+    """``trusted (vouched)``; ``trusted (earned: 24 verified)``; ``new: 3 verified, 1 mismatch``
+    (its results are re-run to check them)."""
+    if w.trust == "trusted" and w.vouched:
+        return "trusted (vouched)"
+    record = f"{w.verified} verified, {w.mismatches} mismatch{'' if w.mismatches == 1 else 'es'}"
+    return f"trusted (earned: {record})" if w.trust == "trusted" else f"new: {record}"
 
 
 def cannot_run_text(m: CannotRun, now_ms: int) -> str:
@@ -340,41 +384,3 @@ def _float(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
-
-
-#: How each attempt outcome is drawn (CSS class suffix) in the job timeline.
-OUTCOME_CLASSES = {"running": "running", "committed": "committed", "lost": "lost",
-                   "timed out": "timeout", "failed": "failed", "handed back": "released",
-                   "cancelled": "cancelled", "backup won": "backup-won",
-                   "backup lost": "backup-lost", "superseded": "superseded"}
-
-
-def timeline_view(tl: Mapping[str, Any]) -> dict[str, Any]:
-    """``nova_queue.timeline.job_timeline`` plus each bar's place (percent of the job's
-    span), class and label: one lane per worker, one bar per attempt."""
-    t0 = tl["t0_ms"]
-    starts = [a["start_ms"] for lane in tl["lanes"] for a in lane["attempts"]]
-    t0 = min([t0, *starts])
-    t1 = max(tl["finished_ms"] or tl["now_ms"], t0 + 1)
-    span = t1 - t0
-    lanes = []
-    for lane in tl["lanes"]:
-        bars = []
-        for a in lane["attempts"]:
-            end = a["end_ms"] if a["end_ms"] is not None else t1
-            outcome = a["outcome"] + (" (late result rejected)" if a["stale"] else "")
-            label = (f"task {a['task']} · gen {a['lease_gen']}{' · backup' if a['backup'] else ''}"
-                     f" · {fmt_seconds((end - a['start_ms']) / 1000)} · {outcome}"
-                     + (f": {a['error']}" if a["error"] else ""))
-            bars.append({**a, "left_pct": round(100 * (a["start_ms"] - t0) / span, 3),
-                         "width_pct": round(max(100 * (end - a["start_ms"]) / span, 0.4), 3),
-                         "css": OUTCOME_CLASSES.get(a["outcome"], "lost")
-                         + (" stale" if a["stale"] else "") + (" backup" if a["backup"] else ""),
-                         "label": label})
-        lanes.append({**lane, "bars": bars,
-                      "title": lane["name"] + (f" ({backend_label(lane['backend'])})"
-                                               if lane["backend"] else "")
-                      + (" · quarantined" if lane["quarantined"] else "")})
-    return {**tl, "lanes": lanes, "span_text": fmt_seconds(span / 1000),
-            "note": "" if tl["complete"] else "the event stream was trimmed: the first "
-                                               "attempts of this job are not shown"}

@@ -43,7 +43,7 @@
           ["current", w.current_text, "mono"],
           ["done / failed / OOM", w.tasks_done + " / " + w.failures + " / " + w.oom],
           ["heartbeat", w.heartbeat_text], ["labels", w.labels_text, "mono"],
-          ["token", w.token_text, "mono"],
+          ["token", w.token_text, "mono"], ["trust", w.trust_text],
           ["warm", w.warm_text, "mono"], ["id", w.id, "mono"]]),
       speeds(w.speed_rows),
     ]);
