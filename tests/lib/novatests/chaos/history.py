@@ -14,6 +14,13 @@ attempts ``(worker, lease_gen)``: one, or two while a backup attempt runs beside
 - more than one ``completed``                          -> committed twice (``double``)
 - a task that should be terminal but is not, a missing task hash, or a done task whose
   result object is missing from the store              -> ``lost``
+- verification (docs/SECURITY.md): ``verifying`` ends the attempt whose result is held,
+  ``verify_started`` is a claim, a ``completed`` right after ``verified`` by the live
+  verifier is the candidate's result standing (its maker's name, the verifier's
+  lease_gen), ``invalidated`` withdraws the task's commit (it may commit again); a done
+  task whose result an identity caught lying (``mismatch``) committed before it was caught,
+  and nobody verified                                  -> ``forged``; ``unverified`` (no
+  verifier is live) lets the held result's ``completed`` come without a live attempt
 
 Client-side records (commits a test saw accepted) are checked against the final task hash:
 an accepted commit that is not the committed lease is a stale commit accepted, and two
@@ -29,6 +36,7 @@ from typing import Any
 
 from nova_queue import doctor
 from nova_queue.events import unpack
+from nova_queue.keys import ident_of
 
 RELEASES = ("requeued", "failed", "cancelled")
 TERMINAL = ("done", "failed", "cancelled")
@@ -59,17 +67,23 @@ class Verdict:
     rejected: int = 0
     requeued: int = 0
     backups: int = 0
+    verified: int = 0
+    forged: int = 0
     problems: list[str] = dataclasses.field(default_factory=list)
+    #: identity -> the stream id of the mismatch that caught it first
+    caught: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.double or self.stale_accepted or self.overlap)
+        return not (self.lost or self.double or self.stale_accepted or self.overlap
+                    or self.forged)
 
     def summary(self) -> str:
         head = (f"tasks={self.tasks} lost={self.lost} double={self.double} "
                 f"stale_accepted={self.stale_accepted} overlap={self.overlap} "
                 f"claims={self.claims} commits={self.commits} rejected={self.rejected} "
-                f"requeued={self.requeued} backups={self.backups}")
+                f"requeued={self.requeued} backups={self.backups} verified={self.verified} "
+                f"forged={self.forged}")
         return head + "".join(f"\n  - {p}" for p in self.problems[:30])
 
 
@@ -93,6 +107,12 @@ class _Task:
     last_gen: int = 0
     commits: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
     backups: int = 0
+    #: the stream id of each commit (parallel to commits)
+    commit_ids: list[str] = dataclasses.field(default_factory=list)
+    #: the verifier whose ``verified`` event was the task's last one
+    verified_by: str = ""
+    #: an ``unverified`` event came: the held result stands without a live attempt
+    standing: bool = False
 
 
 def replay(events: Iterable[tuple[str, dict[str, str]]], verdict: Verdict) -> dict[str, _Task]:
@@ -100,12 +120,24 @@ def replay(events: Iterable[tuple[str, dict[str, str]]], verdict: Verdict) -> di
     tasks: dict[str, _Task] = collections.defaultdict(_Task)
     for eid, f in events:
         etype = f.get("type")
+        if etype == "mismatch":
+            verdict.caught.setdefault(ident_of(f["worker"]), eid)
         if "job" not in f or "task" not in f:
             continue
         tid = f"{f['job']}:{f['task']}"
         t = tasks[tid]
-        if etype in ("claimed", "backup_started"):
+        if etype in ("claimed", "backup_started", "verify_started"):
             _claimed(eid, tid, etype, f, t, verdict)
+        elif etype == "verifying":  # the result is held: the attempt ended
+            t.live.discard((f["worker"], int(f["lease_gen"])))
+        elif etype == "verified":
+            t.verified_by = f["by"]
+            verdict.verified += 1
+        elif etype == "unverified":  # no verifier is live: the held result stands
+            t.standing = True
+        elif etype == "invalidated" and t.commits:  # withdrawn: the task runs again
+            t.commits.pop()
+            t.commit_ids.pop()
         elif etype in ("backup_won", "backup_lost"):
             t.live.discard((f["loser"], int(f["loser_gen"])))
         elif etype == "attempt_ended":
@@ -148,11 +180,16 @@ def _completed(eid: str, tid: str, f: dict[str, str], t: _Task, verdict: Verdict
     """A commit: accepted only from the one live attempt."""
     verdict.commits += 1
     holder = (f["worker"], int(f["lease_gen"]))
-    if holder not in t.live or len(t.live) != 1:
+    verifier = [a for a in t.live if a[0] == t.verified_by]
+    if t.verified_by and verifier:
+        holder = verifier[0]  # the verifier agreed: the candidate's result stands
+    standing, t.verified_by, t.standing = t.standing and not t.live, "", False
+    if not standing and (holder not in t.live or len(t.live) != 1):
         verdict.stale_accepted += 1
         verdict.problems.append(f"{eid} {tid}: commit by {holder} accepted, live "
                                 f"{sorted(t.live)}")
     t.commits.append((f["worker"], int(f["lease_gen"]), f.get("result", "")))
+    t.commit_ids.append(eid)
     t.live = set()
 
 
@@ -216,6 +253,17 @@ def _check_task(verdict: Verdict, tid: str, info: Any, hist: _Task, *, expect: s
         if store is not None and store.head(info.result) is None:
             verdict.lost += 1
             verdict.problems.append(f"{tid}: result {info.result} missing (store and Redis)")
+        caught = verdict.caught.get(ident_of(info.worker_id))
+        if caught and not info.verified_by and hist.commit_ids and _before(
+                hist.commit_ids[-1], caught):
+            verdict.forged += 1
+            verdict.problems.append(f"{tid}: its result from {info.worker_id}, caught lying at "
+                                    f"{caught}, stands unverified")
+
+
+def _before(a: str, b: str) -> bool:
+    """Whether stream id ``a`` comes before ``b``."""
+    return tuple(map(int, a.split("-"))) < tuple(map(int, b.split("-")))
 
 
 def _check_accepted(verdict: Verdict, accepted: Iterable[Accepted], wanted: set[str],
