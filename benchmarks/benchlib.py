@@ -126,3 +126,50 @@ def median(values: list[float]) -> float:
 def log(message: str) -> None:
     """Progress line on stderr (the JSON and docs are the results)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def write_block(folder: Path, name: str, lines: list[str]) -> None:
+    """Block ``name`` of ``folder/BENCHMARKS.md`` (docsection.put_block), made of ``lines``."""
+    from docsection import put_block
+
+    folder.mkdir(parents=True, exist_ok=True)
+    put_block(folder / "BENCHMARKS.md", name, "\n".join(lines))
+
+
+def section_main(prog: str, doc: str, run_section: Any, write_doc: Any, targets: Any,
+                 argv: list[str] | None, *, quick_help: str, repeats_help: str) -> int:
+    """The command line of a section run alone (``benchmarks/gateway.py``, ``verify.py``):
+    on a private redis-server, ``run_section(server, folder, quick=, repeats=)``; its figures
+    as JSON (``--json``), its block of BENCHMARKS.md (``--doc``), or a block rendered from
+    an earlier run's JSON (``--from-json``); then its targets, met or MISSED."""
+    import argparse
+    import json
+    import shutil
+    import tempfile
+
+    p = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    p.add_argument("--repeats", type=int, metavar="N", help=repeats_help)
+    p.add_argument("--json", metavar="OUT", type=Path, help="write the figures as JSON")
+    p.add_argument("--doc", metavar="DIR", type=Path, help="write the block of DIR/BENCHMARKS.md")
+    p.add_argument("--from-json", metavar="IN", type=Path, help="run nothing: render IN")
+    args = p.parse_args(argv)
+    if args.from_json:
+        figures = json.loads(args.from_json.read_text())
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="nova-bench-"))
+        server = start_redis()
+        started = time.time()
+        try:
+            figures = run_section(server, folder, quick=args.quick, repeats=args.repeats)
+        finally:
+            server.close()
+            shutil.rmtree(folder, ignore_errors=True)
+        log(f"{prog}: {time.time() - started:.0f} s")
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1))
+    if args.doc:
+        write_doc(figures, args.doc)
+    for name, measured, met in targets(figures):
+        print(f"{'met' if met else 'MISSED':>6}  {name}: {measured}")
+    return 0

@@ -13,18 +13,14 @@ Once it joined, N tasks are enqueued; the time is from the enqueue to the job's 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shutil
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 import requests
-from benchlib import load_avg, log, median
+from benchlib import load_avg, log, median, section_main, write_block
 from fleet import Proc, _env, start_nova_worker, stop_all
 
 from nova_queue import NovaClient, TaskSpec, tokens
@@ -55,12 +51,14 @@ def start_gateway(server: RedisServer, ns: str, store: str, folder: Path, *,
     return proc, url
 
 
-def start_gateway_worker(url: str, token: str, folder: Path, name: str) -> Proc:
-    """``nova-queue worker --gateway URL`` with only its token (no Redis, no store)."""
+def start_gateway_worker(url: str, token: str, folder: Path, name: str,
+                         extra: tuple[str, ...] = ()) -> Proc:
+    """``nova-queue worker --gateway URL`` with only its token (no Redis, no store), and
+    ``extra`` arguments."""
     home = folder / f"home-{name}"
     home.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "nova_queue", "--log-level", "info", "worker", "--gateway",
-            url, "--app", "synthetic", "--name", name, "--no-benchmark"]
+            url, "--app", "synthetic", "--name", name, "--no-benchmark", *extra]
     return Proc(name, argv, _env(NOVA_HOME=str(home), NOVA_WORKER_TOKEN=token),
                 folder / f"{name}.log")
 
@@ -209,42 +207,15 @@ def section(g: dict[str, Any], table: Any) -> list[str]:
 def write_doc(g: dict[str, Any], folder: Path) -> None:
     """The gateway's block of ``folder/BENCHMARKS.md``."""
     import report
-    from docsection import put_block
 
-    folder.mkdir(parents=True, exist_ok=True)
-    put_block(folder / "BENCHMARKS.md", "gateway", "\n".join(section(g, report._table)))
+    write_block(folder, "gateway", section(g, report._table))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the section on a private redis-server; write its JSON and doc block if asked."""
-    from benchlib import start_redis
-
-    p = argparse.ArgumentParser(prog="benchmarks/gateway.py", description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="fewer tasks, one repeat")
-    p.add_argument("--repeats", type=int, metavar="N", help="repeats [default: 1 quick, else 3]")
-    p.add_argument("--json", metavar="OUT", type=Path, help="write the figures as JSON")
-    p.add_argument("--doc", metavar="DIR", type=Path, help="write the block of DIR/BENCHMARKS.md")
-    p.add_argument("--from-json", metavar="IN", type=Path, help="run nothing: render IN")
-    args = p.parse_args(argv)
-    if args.from_json:
-        g = json.loads(args.from_json.read_text())
-        if args.doc:
-            write_doc(g, args.doc)
-        return 0
-    folder = Path(tempfile.mkdtemp(prefix="nova-bench-gw-"))
-    server = start_redis()
-    try:
-        g = run_section(server, folder, quick=args.quick, repeats=args.repeats)
-    finally:
-        server.close()
-        shutil.rmtree(folder, ignore_errors=True)
-    if args.json:
-        args.json.write_text(json.dumps(g, indent=1))
-    if args.doc:
-        write_doc(g, args.doc)
-    for name, measured, met in targets(g):
-        print(f"{'met' if met else 'MISSED':>6}  {name}: {measured}")
-    return 0
+    """Run the section alone (a private redis-server); its JSON and doc block if asked."""
+    return section_main("benchmarks/gateway.py", __doc__, run_section, write_doc, targets, argv,
+                        quick_help="fewer tasks, one repeat",
+                        repeats_help="repeats [default: 1 quick, else 3]")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import latency
 import report_gray
 import report_placement
 import report_throughput
+import verify as verify_bench
 from benchlib import median
 from optimum import optimal_makespan
 from reportlib import NA
@@ -75,6 +76,8 @@ def _other_targets(res: dict[str, Any], add: Any) -> None:
         add(name, res.get("gateway"), measured, met)
     for name, measured, met in latency.targets(res.get("latency")):
         add(name, res.get("latency"), measured, met)
+    for name, measured, met in verify_bench.targets(res.get("verify")):
+        add(name, res.get("verify"), measured, met)
     k = res.get("soak")
     add("soak: Redis memory grows ≤ 5 % after warm-up", k,
         k and (f"{k['memory_growth_after_warmup_pct']:+.1f} % (keys "

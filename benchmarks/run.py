@@ -23,10 +23,10 @@ if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewh
     sys.path.insert(0, str(HERE))
 
 SECTIONS = ("scheduling", "throughput", "latency", "scale", "recovery", "placement", "gateway",
-            "soak")
+            "verify", "soak")
 #: Sections with a kept block of their own in BENCHMARKS.md (``--only S --docs`` writes it alone).
 #: (The throughput section's real-worker figures also write a block of their own.)
-BLOCKS = ("latency", "placement", "gateway", "soak")
+BLOCKS = ("latency", "placement", "gateway", "verify", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import scheduling
     import soak
     import throughput
+    import verify
     from benchlib import load_avg, log, machine_info, start_redis
 
     import nova_queue
@@ -91,15 +92,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                      samples=60 if args.quick else 200)
         if "scale" in sections:
             results["scale"] = scale.run_section(server, quick=args.quick, repeats=args.repeats)
-        if "placement" in sections:
-            results["placement"] = placement.run_section(server, folder, quick=args.quick,
-                                                         repeats=args.repeats)
-        if "recovery" in sections:
-            results["recovery"] = recovery.run_section(server, folder, quick=args.quick,
-                                                       repeats=args.repeats)
-        if "gateway" in sections:
-            results["gateway"] = gateway.run_section(server, folder, quick=args.quick,
-                                                     repeats=args.repeats)
+        for name, module in (("placement", placement), ("recovery", recovery),
+                             ("gateway", gateway), ("verify", verify)):
+            if name in sections:  # these run as (server, folder, quick=, repeats=)
+                results[name] = module.run_section(server, folder, quick=args.quick,
+                                                   repeats=args.repeats)
         if "soak" in sections:  # on a redis-server of its own: its memory is the measure
             results["soak"] = soak.run_section(folder, quick=args.quick)
     finally:
@@ -164,7 +161,7 @@ def write_docs(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 def _write_blocks(results: dict[str, Any], docs: Path) -> None:
     """The sections with a block of their own in BENCHMARKS.md (real workers, latency,
-    placement, the gateway, the soak), each kept when a later run has none."""
+    placement, the gateway, verification, the soak), each kept when a later run has none."""
     if "worker" in results.get("throughput", {}):
         import report_throughput
 
@@ -181,6 +178,10 @@ def _write_blocks(results: dict[str, Any], docs: Path) -> None:
         import gateway
 
         gateway.write_doc(results["gateway"], docs)
+    if "verify" in results:
+        import verify
+
+        verify.write_doc(results["verify"], docs)
     if "soak" in results:
         import soak
 

@@ -9,25 +9,6 @@ task is counted, the window is the job's, and the samples are the ones asked for
 from __future__ import annotations
 
 import pytest
-from novatests.bench import BENCH, load_bench
-
-from nova_queue.local import RedisServer
-
-
-@pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    return load_bench
-
-
-@pytest.fixture
-def server(redis_server_bin):
-    """A private redis-server: the harness resets its command statistics."""
-    srv = RedisServer(binary=redis_server_bin).start()
-    try:
-        yield srv
-    finally:
-        srv.close()
 
 
 @pytest.mark.slow
