@@ -24,6 +24,7 @@ DEFAULT_MAX_PROMPT_BYTES = 64 * 1024 * 1024
 #: What a worker may ask to be at registration (NOVA_TRUST, a token's --trust).
 TRUST_LEVELS = ("trusted", "new")
 
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Runtime configuration shared by the library, the CLI, workers and the web app."""

@@ -234,7 +234,8 @@ class Run:
     def _verdicts(self, lease: Lease, output: TaskOutput) -> dict[str, str]:
         """A verification run's word on each candidate (``lease.verify``): ``agree`` when the
         app's :meth:`~nova_queue.apps.base.AppSpec.same_result` says this run's result and
-        the candidate's are the same, else ``mismatch``. Nothing about a candidate that
+        the candidate's are the same, else ``mismatch`` (also when ``same_result`` raises on
+        the candidate: a worker may send anything). Nothing about a candidate that
         cannot be read, or of an app whose results do not compare (``comparable`` False):
         the commit then neither credits nor blames its maker, and this run's result stands."""
         spec = self.runner.spec
@@ -248,7 +249,13 @@ class Run:
                 log.warning("%s: cannot read the result to verify (%s): %s", lease.task_id,
                             slot, exc)
                 continue
-            same = spec.same_result(bytes(output.data), theirs, params=lease.params)
+            try:
+                same = spec.same_result(bytes(output.data), theirs, params=lease.params)
+            except Exception as exc:  # noqa: BLE001 - a candidate that cannot be read as a
+                # result (a worker may send anything) is not the same result
+                log.warning("%s: the result to verify (%s) does not compare: %s",
+                            lease.task_id, slot, exc)
+                same = False
             verdicts[slot] = "agree" if same else "mismatch"
             log.info("%s: verified %s's result: %s", lease.task_id, slot, verdicts[slot])
         return verdicts
