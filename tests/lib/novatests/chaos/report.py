@@ -200,7 +200,11 @@ def _footer(gaps: dict[str, str] | None) -> list[str]:
     lines += [
         "",
         "Security checks (Redis ACL roles, TLS, credentials in logs) are in",
-        "`tests/chaos/test_security_*.py`; see [SECURITY.md](SECURITY.md).",
+        "`tests/chaos/test_security_*.py`; see [SECURITY.md](SECURITY.md). What verification",
+        "of untrusted workers' results guarantees (the *forged* column: once a liar is caught,",
+        "none of its unverified results stands) and what it costs and does not guarantee:",
+        "[SECURITY.md](SECURITY.md#verification-results-from-machines-you-do-not-control);",
+        "its benchmark: [BENCHMARKS.md](BENCHMARKS.md#verification-of-untrusted-workers).",
         "",
     ]
     return lines
