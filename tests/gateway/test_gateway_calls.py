@@ -3,32 +3,14 @@ file store: identity, fencing, apps and labels, uploads, the protocol check."""
 
 from __future__ import annotations
 
-import io
 import json
 import time
 
 import pytest
-from novatests.gateway import FIELDS, auth, join
+from novatests.gateway import FIELDS, auth, claim, commit, join
 
 from nova_queue import TaskSpec, protocol, tokens
 from nova_queue.keys import result_key
-
-
-def claim(gw, token: str, app="synthetic", ids=("a1",), wait_ms=0):
-    return gw.post("/v1/claim", json={"app": app, "attempt_ids": list(ids), "wait_ms": wait_ms},
-                   headers=auth(token))
-
-
-def commit(gw, token: str, lease: dict, data: bytes = b"png", key: str | None = None):
-    """A multipart complete of ``lease`` carrying ``data``; (response, key)."""
-    key = key or result_key(lease["job_id"], lease["index"], lease["lease_gen"],
-                            lease["attempt_id"], "png")
-    fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
-    body = {"lease": fence, "key": key, "run_s": 0.1, "warm": True, "meta": {}}
-    return gw.post("/v1/complete", headers=auth(token), data={
-        "commit": json.dumps(body), "content_type": "image/png",
-        "metadata": json.dumps({"app": "synthetic"}),
-        "data": (io.BytesIO(data), "result")}), key
 
 
 def test_a_task_through_the_gateway_end_to_end(gw, admin, make_token, gw_app):

@@ -5,29 +5,10 @@ worker re-runs it and agrees."""
 
 from __future__ import annotations
 
-import io
-import json
-
-from novatests.gateway import FIELDS, auth, join
+from novatests.gateway import FIELDS, claim, commit, join
 
 from nova_queue import TaskSpec
 from nova_queue.keys import result_key
-
-
-def claim(gw, token: str):
-    return gw.post("/v1/claim", json={"app": "synthetic", "attempt_ids": ["a1"], "wait_ms": 0},
-                   headers=auth(token))
-
-
-def commit(gw, token: str, lease: dict):
-    key = result_key(lease["job_id"], lease["index"], lease["lease_gen"], lease["attempt_id"],
-                     "png")
-    fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
-    body = {"lease": fence, "key": key, "run_s": 0.1, "warm": True, "meta": {}}
-    res = gw.post("/v1/complete", headers=auth(token), data={
-        "commit": json.dumps(body), "content_type": "image/png",
-        "metadata": json.dumps({"app": "synthetic"}), "data": (io.BytesIO(b"png"), "result")})
-    return res, key
 
 
 def test_a_worker_takes_its_tokens_trust_whatever_it_says(gw, admin, make_token):

@@ -3,12 +3,14 @@
   (hold_for_verify: the task verifies, the lease ends) while a live worker of the app may
   verify it (live_verifiers; the meta hash's noverify:<app> remembers that none was, until
   a verifier registers: a pool of gateway workers only does not wait); else its task joins
-  the identity's results that stand unverified (unverified:<ident>, scored by when; its
-  latest MAX_UNVERIFIED), which a mismatch re-runs. Returns true if the commit was held (nothing else of the commit is written then), else false.
+  the identity's results that stand unverified (list_unverified), which a mismatch
+  re-runs. Returns true if the commit was held (nothing else of the commit is written
+  then), else false.
 ]]
 --- @include "sample_verify"
 --- @include "hold_for_verify"
 --- @include "live_verifiers"
+--- @include "list_unverified"
 local function hold_unverified(ctx, K, tid, j, c, trust, now)
   local ident, meta = ident_of(c.wid), c.prefix .. 'meta'
   local app = j[COMMIT_JOB.app] or ''
@@ -20,12 +22,6 @@ local function hold_unverified(ctx, K, tid, j, c, trust, now)
     end
     redis.call('HSET', meta, 'noverify:' .. app, int(now)) -- until a verifier registers
   end
-  if trust == 'new' or trust == 'earned' then
-    local list = c.prefix .. 'unverified:' .. ident
-    redis.call('ZADD', list, int(now), tid)
-    if redis.call('ZCARD', list) > MAX_UNVERIFIED then -- its latest ones only
-      redis.call('ZREM', list, unpack(redis.call('ZRANGE', list, 0, 0)))
-    end
-  end
+  list_unverified(c.prefix, c.wid, tid, int(now))
   return false
 end

@@ -1,6 +1,6 @@
 --[[ sample_verify: whether the commit of a worker that is not trusted (`trust`: its worker
-  hash's field, 'new' or 'earned'; a vouched worker has none and is never sampled) is held
-  for verification. A new identity's share follows its record (trust:<ident>): every
+  hash's field, 'new' or 'earned'; complete_task never asks for a vouched worker, which has
+  none) is held for verification. A new identity's share follows its record (trust:<ident>): every
   result at first, VERIFY_HALF / (VERIFY_HALF + agreements in a row) after, never below
   VERIFY_FLOOR; an identity that earned trust is sampled at VERIFY_FLOOR. The draw
   mixes Redis's microseconds with the commit's place in its call (i): the worker cannot
@@ -8,9 +8,6 @@
 ]]
 --- @include "common"
 local function sample_verify(prefix, ident, trust, i)
-  if trust ~= 'new' and trust ~= 'earned' then
-    return false
-  end
   local rate = VERIFY_FLOOR
   if trust == 'new' then
     local streak = int_in(redis.call('HGET', prefix .. 'trust:' .. ident, 'streak'), 0, 1e15)

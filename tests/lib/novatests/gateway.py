@@ -3,6 +3,7 @@ worker --gateway``) for the gateway tests, the chaos scenarios and the benchmark
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 import requests
 
 from nova_queue import protocol
+from nova_queue.keys import result_key
 from nova_queue.local import free_port, wait_for
 from novatests.procs import WorkerProc
 
@@ -164,6 +166,24 @@ def join(gw, token: str, apps=("synthetic",), fields=None) -> str:
                   headers=auth(token, wid))
     assert res.status_code == 200, res.json
     return wid
+
+
+def claim(gw, token: str, app="synthetic", ids=("a1",), wait_ms=0):
+    """A claim through the gateway's test client."""
+    return gw.post("/v1/claim", json={"app": app, "attempt_ids": list(ids), "wait_ms": wait_ms},
+                   headers=auth(token))
+
+
+def commit(gw, token: str, lease: dict, data: bytes = b"png", key: str | None = None):
+    """A multipart complete of ``lease`` carrying ``data``; (response, key)."""
+    key = key or result_key(lease["job_id"], lease["index"], lease["lease_gen"],
+                            lease["attempt_id"], "png")
+    fence = {k: lease[k] for k in ("task_id", "app", "lease_gen", "attempt_id")}
+    body = {"lease": fence, "key": key, "run_s": 0.1, "warm": True, "meta": {}}
+    return gw.post("/v1/complete", headers=auth(token), data={
+        "commit": json.dumps(body), "content_type": "image/png",
+        "metadata": json.dumps({"app": "synthetic"}),
+        "data": (io.BytesIO(data), "result")}), key
 
 
 class HandWorker:
