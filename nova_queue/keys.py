@@ -86,10 +86,11 @@ Fields and members:
   workers it failed or timed out on) ``free_backs`` (times it was handed back without using
   an attempt: a shutdown, an infra failure, a preparation failure).
   A result awaiting verification (docs/SECURITY.md): ``cand`` (its result key) ``cand_wid
-  cand_name cand_backend cand_host`` (who made it) ``cand_run_s cand_ms cand_meta cand_gen
-  cand_attempt`` (its run, when, its provenance and lease), the same
-  prefixed ``cand2`` for a second opinion that disagreed (``cand2 cand2_wid cand2_name
-  cand2_backend cand2_host cand2_run_s cand2_ms cand2_meta cand2_gen cand2_attempt``), ``v_since_ms`` (since when it
+  cand_name cand_backend cand_host cand_owner`` (who made it) ``cand_run_s cand_ms cand_meta
+  cand_gen cand_attempt`` (its run, when, its provenance and lease), the same prefixed
+  ``cand2`` for a second opinion that disagreed (``cand2 cand2_wid cand2_name cand2_backend
+  cand2_host cand2_owner cand2_run_s cand2_ms cand2_meta cand2_gen cand2_attempt``),
+  ``v_since_ms`` (since when it
   waits) ``v_need`` (trusted: only a trusted worker may verify it) ``v_tries`` (verifier
   attempts that ended without a commit); a verified result ``verified_by verified_by_name``
   (the worker that agreed).
@@ -148,7 +149,8 @@ Fields and members:
   before protocol checks); ``trust`` (none: trusted, the operator vouches for it; new or
   earned: its results are sampled for verification, its identity's ``trust:`` record)
   ``verifier`` (1: it re-runs others' results to verify them) ``verifies`` (verifications it
-  holds: its commits look for candidates while it holds one).
+  holds: its commits look for candidates while it holds one) ``owner`` (a gateway token's
+  owner; none: its identity is its owner).
 - ``idents``: identity -> its latest worker id. A worker id is ``<identity>.<instance>``
   (:func:`ident_of`): a gateway worker's identity is its token's name, a direct worker's its
   node and name (``workers/node.py``). A new worker id of an identity takes over the previous

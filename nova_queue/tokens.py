@@ -4,7 +4,9 @@ A token is a random secret (``secrets.token_urlsafe``) shown once at creation; R
 only its SHA-256 (``token:<digest>``, and ``tokens``: name -> digest), so a copy of Redis
 does not give anyone a worker login. The gateway (``nova_queue/gateway``) finds a request's
 token by hashing the ``Authorization: Bearer`` value. A token carries what its worker may
-do: the apps it may serve (empty: any) and labels its worker's labels are pinned to.
+do: the apps it may serve (empty: any), labels its worker's labels are pinned to, its trust
+and its owner (who runs the machine: a worker that is not trusted never verifies a result
+made under a token of its own owner, docs/SECURITY.md).
 
 Revoking deletes the token's keys, then deregisters the worker the gateway gave it, so that
 worker's leases return to the queue at once without using an attempt (``deregister-9``).
@@ -20,6 +22,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 
 from nova_queue.errors import InputError
+from nova_queue.jobspec import NAME_RE
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE
 from nova_queue.settings import TRUST_LEVELS
 
@@ -51,6 +54,9 @@ class TokenRecord:
     #: what its workers register as: ``new`` (their results are verified until they earn
     #: trust) or ``trusted`` (the operator vouches for them)
     trust: str = "new"
+    #: who runs the token's machine (the operator says; default the token's name): a worker
+    #: that is not trusted never verifies a result of a worker of the same owner
+    owner: str = ""
 
     @classmethod
     def from_hash(cls, token_digest: str, h: Mapping[str, str]) -> TokenRecord:
@@ -63,7 +69,8 @@ class TokenRecord:
             last_used_ms=int(h["last_used_ms"]) if h.get("last_used_ms") else None,
             worker=h.get("worker", ""),
             registered=tuple(a for a in h.get("registered", "").split(",") if a),
-            trust="trusted" if h.get("trust") == "trusted" else "new")
+            trust="trusted" if h.get("trust") == "trusted" else "new",
+            owner=h.get("owner") or h.get("name", ""))
 
     def allows_app(self, app: str) -> bool:
         """Whether the token lets its worker serve ``app``."""
@@ -74,7 +81,7 @@ class TokenRecord:
         but there is no reason to show it)."""
         return {"name": self.name, "apps": list(self.apps), "labels": dict(self.labels),
                 "created_ms": self.created_ms, "last_used_ms": self.last_used_ms,
-                "worker": self.worker or None, "trust": self.trust}
+                "worker": self.worker or None, "trust": self.trust, "owner": self.owner}
 
 
 def check_name(name: str) -> str:
@@ -96,13 +103,19 @@ def _check_apps(apps: Iterable[str]) -> list[str]:
 
 
 def create(client, name: str, *, apps: Iterable[str] = (),
-           labels: Mapping[str, str] | None = None, trust: str = "new") -> str:
+           labels: Mapping[str, str] | None = None, trust: str = "new",
+           owner: str | None = None) -> str:
     """Create token ``name`` (``client``: a NovaClient) and return the token, the only time
     it is seen. ``trust``: ``new`` (its workers' results are verified until they earn trust)
-    or ``trusted``. InputError if the name is taken (revoke it first)."""
+    or ``trusted``; ``owner``: who runs its machine (default ``name``: give the tokens of
+    one person's machines one owner, so that they never verify each other).
+    InputError if the name is taken (revoke it first)."""
     check_name(name)
     if trust not in TRUST_LEVELS:
         raise InputError(f"trust must be one of {', '.join(TRUST_LEVELS)}, not {trust!r}")
+    owner = name if owner is None else owner
+    if not isinstance(owner, str) or not NAME_RE.match(owner):
+        raise InputError(f"invalid owner {owner!r}: use 1 to 128 of A-Z a-z 0-9 _ . : @ + / -")
     app_list = _check_apps(apps)
     token = secrets.token_urlsafe(32)
     token_digest = digest(token)
@@ -113,7 +126,7 @@ def create(client, name: str, *, apps: Iterable[str] = (),
     client.redis.hset(keys.token(token_digest), mapping={
         "name": name, "apps": ",".join(app_list),
         "labels": json.dumps(dict(labels or {}), sort_keys=True),
-        "created_ms": client.server_time_ms(), "trust": trust})
+        "created_ms": client.server_time_ms(), "trust": trust, "owner": owner})
     return token
 
 

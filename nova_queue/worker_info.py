@@ -74,6 +74,8 @@ class WorkerInfo:
     #: its identity's verified results and mismatches (``trust:<ident>``)
     verified: int = 0
     mismatches: int = 0
+    #: who runs it (a gateway token's --owner); "" for a direct worker (its identity)
+    owner: str = ""
 
     @classmethod
     def from_hash(cls, h: dict[str, str], *, alive: bool, current: list[str],
@@ -116,7 +118,7 @@ class WorkerInfo:
             trust="new" if h.get("trust") == "new" else "trusted",
             vouched=not h.get("trust"),
             verified=int_field(record.get("verified")),
-            mismatches=int_field(record.get("mismatches")))
+            mismatches=int_field(record.get("mismatches")), owner=h.get("owner", ""))
 
     def to_json(self) -> dict[str, Any]:
         """The ``workers --json`` / ``/api/workers`` shape (first app's speeds flattened)."""
@@ -139,5 +141,5 @@ class WorkerInfo:
             "identity": self.identity, "last_claim_ms": self.last_claim_ms,
             "cannot_run": [m.to_json() for m in self.cannot_run],
             "trust": self.trust, "vouched": self.vouched, "verified": self.verified,
-            "mismatches": self.mismatches,
+            "mismatches": self.mismatches, "owner": self.owner or None,
         }

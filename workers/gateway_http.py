@@ -75,6 +75,20 @@ class GatewayHTTP:
              **kwargs: Any) -> dict[str, Any]:
         """POST ``body`` as JSON (or ``kwargs``: a raw ``data`` body with its ``headers``);
         the JSON answer, or the error the gateway's answer names."""
+        return _answer(self._send(path, body, extra_s, headers, **kwargs))
+
+    def fetch(self, path: str, body: Mapping[str, Any]) -> bytes:
+        """POST ``body`` as JSON; the answer's bytes (2xx), or the error it names."""
+        resp = self._send(path, body, 0.0, None)
+        if 200 <= resp.status_code < 300:
+            return resp.content
+        _answer(resp)
+        raise errors.NovaError(f"gateway answered {resp.status_code}")  # _answer raised
+
+    def _send(self, path: str, body: Mapping[str, Any] | None, extra_s: float,
+              headers: Mapping[str, str] | None, **kwargs: Any) -> requests.Response:
+        """The gateway's answer to one POST: connection failures retried CONNECT_RETRIES
+        times, 429 waited out RATE_RETRIES times."""
         headers = {**({"X-Nova-Worker": self.worker_id} if self.worker_id else {}),
                    **(headers or {})}
         timeout = (min(10.0, self.settings.gateway_timeout_s),
@@ -99,7 +113,7 @@ class GatewayHTTP:
                 log.warning("rate-limited by the gateway; waiting %.1f s", wait_s)
                 time.sleep(wait_s)
                 continue
-            return _answer(resp)
+            return resp
 
     def close(self) -> None:
         """Close this thread's session."""

@@ -286,12 +286,18 @@ class GatewayLink:
                 self._staged.pop(next(iter(self._staged)))
             self._staged[key] = (data, content_type, dict(metadata or {}))
 
-    #: A gateway worker is never offered others' results to verify (it cannot fetch them).
-    verifies = False
+    #: A gateway worker verifies others' results: it fetches them from the gateway.
+    verifies = True
 
     def candidate(self, lease: Lease, slot: str) -> bytes:
-        """Never called: the gateway registers its workers as no verifiers."""
-        raise RuntimeError(f"a gateway worker does not verify ({lease.task_id} {slot})")
+        """The result ``slot`` (``cand`` or ``cand2``) that ``lease``, a verification this
+        worker holds, is compared with: the gateway serves it to the lease's holder only
+        (``POST /v1/candidate``). ObjectNotFoundError when it cannot (the lease is not held
+        any more, the candidate is gone, the gateway is unreachable): no verdict then."""
+        try:
+            return self.http.fetch("/v1/candidate", {"lease": _fence(lease), "slot": slot})
+        except (errors.NovaError, GatewayUnreachable) as exc:
+            raise errors.ObjectNotFoundError(f"{lease.task_id} {slot}: {exc}") from None
 
     def discard(self, key: str) -> None:
         """Forget a kept result (the gateway deletes an object it wrote for a commit it

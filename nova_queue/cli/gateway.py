@@ -31,6 +31,10 @@ _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
               help="create: 'new': the worker's results are verified (re-run elsewhere, a "
                    "share of them) until it earns trust; 'trusted': you vouch for the machine "
                    "and none is re-run (docs/SECURITY.md).")
+@click.option("--owner", metavar="WHO",
+              help="create: who runs the machine (1 to 128 of A-Z a-z 0-9 _ . : @ + / -): a "
+                   "worker that is not trusted never verifies a result of the same owner's "
+                   "workers, so give one person's tokens one owner.  [default: NAME]")
 @click.option("--json", "as_json", is_flag=True, help="list: one JSON array.")
 @click.option("--gateway", "gateway_url", metavar="URL", envvar="NOVA_GATEWAY_URL",
               help="create: the gateway's public URL (https://HOST): the commands that join "
@@ -39,12 +43,13 @@ _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
 @pass_ctx
 @handle_errors
 def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
-           labels: tuple[str, ...], trust: str, as_json: bool, gateway_url: str | None) -> None:
+           labels: tuple[str, ...], trust: str, owner: str | None, as_json: bool,
+           gateway_url: str | None) -> None:
     """Gateway worker tokens: 'create NAME' makes one and prints it (only then: Redis keeps
     its SHA-256 only), with --gateway URL followed by the commands that join a machine with
     it (install the gateway's own release, the right torch, start the worker); 'list' shows
-    name, apps, labels, created, last used and the worker using it; 'revoke NAME' refuses
-    its next request and puts its worker's leases back in the queue now.
+    name, apps, labels, trust, owner, created, last used and the worker using it; 'revoke
+    NAME' refuses its next request and puts its worker's leases back in the queue now.
     """
     from nova_queue import tokens as token_store
 
@@ -58,7 +63,7 @@ def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
         if gateway_url and not gateway_url.startswith(("https://", "http://")):
             raise InputError(f"--gateway {gateway_url!r} must start with https:// (or http://)")
         token = token_store.create(client, name, apps=apps, labels=parse_labels(labels),
-                                   trust=trust)
+                                   trust=trust, owner=owner)
         click.echo(token)
         click.echo(f"token {name!r} created; give it to the worker as NOVA_WORKER_TOKEN (it "
                    "is not shown again)", err=True)
@@ -96,7 +101,7 @@ def _list(found, as_json: bool) -> None:
     for t in found:
         labels = ",".join(f"{k}={v}" for k, v in t.labels.items()) or "-"
         click.echo(f"{visible(t.name):24} apps {visible(','.join(t.apps) or 'any'):16} "
-                   f"labels {visible(labels):24} trust {t.trust:7} created {_when(t.created_ms)} "
+                   f"labels {visible(labels):24} trust {t.trust:7} owner {visible(t.owner):16} created {_when(t.created_ms)} "
                    f"used {_when(t.last_used_ms)} worker {visible(t.worker or '-')}")
 
 

@@ -19,7 +19,7 @@ import json
 import secrets
 from typing import Any
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request
 
 from nova_queue import __version__, errors, protocol, wake, wire
 from nova_queue.gateway import results
@@ -109,11 +109,12 @@ def register() -> Any:
         if not caller.token.allows_app(str(app)):
             raise errors.AccessDeniedError(f"token {caller.token.name!r} does not allow app "
                                            f"{app!r}")
-    # the token's trust, not the worker's word; a gateway worker never verifies others (it
-    # could not fetch their results)
+    # the token's trust and owner, not the worker's word; every gateway worker verifies
+    # others' results (it fetches them with GET /v1/candidate), one that is not trusted only
+    # those of other tokens and owners, never with the last word (docs/SECURITY.md)
     fields = {**fields, "labels": json.dumps(_pinned_labels(caller, fields.get("labels")),
                                              sort_keys=True), "token": caller.token.name,
-              "trust": caller.token.trust, "verifier": "0"}
+              "trust": caller.token.trust, "owner": caller.token.owner, "verifier": "1"}
     rejoined = state.client.register_worker(caller.worker_id, fields, [str(a) for a in apps],
                                             bench)
     set_if_exists(state.client.redis, state.client.keys.token(caller.token.digest),
@@ -186,6 +187,28 @@ def fail() -> Any:
     res = gateway_state().client.fail(caller.worker_id, lease, kind, str(body.get("message", "")),
                                batch=batch)
     return jsonify({"requeued": res.requeued, "state": res.state})
+
+
+@bp.post("/candidate")
+def candidate() -> Any:
+    """The result a verification lease this worker holds is compared with (``slot``: cand,
+    or cand2 for a second opinion): held inline in Redis, else the store's object under the
+    task's key. 403 unless the caller holds that lease now; 404 when there is no such
+    candidate."""
+    body = json_body()
+    lease = wire.fenced_lease(body.get("lease"))
+    caller = authenticate(task_id=lease.task_id)
+    slot = body.get("slot")
+    if slot not in ("cand", "cand2"):
+        raise errors.InputError("candidate: slot must be cand or cand2")
+    state = gateway_state()
+    if not results.holds(state, caller, lease):
+        raise errors.AccessDeniedError(f"{lease.task_id} g{lease.lease_gen} is not this "
+                                       "worker's lease")
+    data = results.candidate(state, lease.task_id, slot)
+    if data is None:
+        raise errors.TaskNotFoundError(f"{lease.task_id}: no result {slot} to verify")
+    return Response(data, mimetype="application/octet-stream")
 
 
 @bp.post("/loaded")

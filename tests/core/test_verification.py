@@ -187,6 +187,42 @@ def test_two_untrusted_results_that_agree_stand(nova):
     assert (t["result"], t["verified_by"]) == (rkey(lease), "other.bbbbbbbbbbbb")
 
 
+def test_an_earned_verifier_never_has_the_last_word(nova):
+    """An identity that earned trust by agreeing could then blame honest workers: its word
+    is an untrusted opinion, and a vouched worker decides."""
+    setup_job(nova, 1)
+    new_worker(nova, "tok.aaaaaaaaaaaa")
+    join(nova, "patient.bbbbbbbbbbbb", trust="new", verifier="1")
+    nova.redis.hset(nova.keys.trust("patient"), mapping={"level": "earned", "streak": 30})
+    join(nova, "patient.bbbbbbbbbbbb", trust="new", verifier="1")  # registers as earned
+    assert worker_hash(nova, "patient.bbbbbbbbbbbb")["trust"] == "earned"
+    lease = held_one(nova, "tok.aaaaaaaaaaaa")
+    assert nova.claim("patient.bbbbbbbbbbbb", "synthetic").status in ("wait", "empty")
+    nova.redis.hset(nova.keys.task(lease.task_id), "v_since_ms", nova.server_time_ms() - 60_000)
+    [second] = nova.claim("patient.bbbbbbbbbbbb", "synthetic").leases
+    nova.complete("patient.bbbbbbbbbbbb", second, rkey(second), run_s=0.1, warm=True,
+                  meta=MISMATCH)
+    t = task_hash(nova, lease.task_id)
+    assert (t["state"], t["v_need"], t["cand2_wid"]) == ("verifying", "trusted",
+                                                         "patient.bbbbbbbbbbbb")
+    assert "quarantined" not in worker_hash(nova, "tok.aaaaaaaaaaaa")
+    assert record(nova, "tok.aaaaaaaaaaaa").get("mismatches", "0") == "0"
+
+
+def test_an_untrusted_verifier_skips_results_of_its_own_owner(nova):
+    setup_job(nova, 1)
+    new_worker(nova, "tok.aaaaaaaaaaaa", owner="erin")
+    verifier(nova, "direct")  # vouched: the result is held
+    join(nova, "tok2.bbbbbbbbbbbb", trust="new", verifier="1", owner="erin")
+    join(nova, "tok3.cccccccccccc", trust="new", verifier="1", owner="frank")
+    lease = held_one(nova, "tok.aaaaaaaaaaaa")
+    assert task_hash(nova, lease.task_id)["cand_owner"] == "erin"
+    nova.redis.hset(nova.keys.task(lease.task_id), "v_since_ms", nova.server_time_ms() - 60_000)
+    assert nova.claim("tok2.bbbbbbbbbbbb", "synthetic").status in ("wait", "empty")
+    [check] = nova.claim("tok3.cccccccccccc", "synthetic").leases
+    assert check.verify == {"cand": rkey(lease)}
+
+
 def test_trust_is_earned_after_agreements_in_a_row_and_survives_new_worker_ids(nova):
     setup_job(nova, 2)
     new_worker(nova, "tok.aaaaaaaaaaaa")

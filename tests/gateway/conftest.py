@@ -51,12 +51,13 @@ def gw(gw_app):
 
 @pytest.fixture
 def make_token(admin: NovaClient):
-    """``make_token(name, apps=(), labels=None, trust="trusted")``: create a token, return
+    """``make_token(name, apps=(), labels=None, trust="trusted", owner=None)``: create a token, return
     it. Trusted by default: these tests are about the gateway's calls, and a new token's
     results would wait for a verifier (tests/gateway/test_gateway_verify.py has those)."""
 
-    def make(name: str = "w1", apps=(), labels=None, trust: str = "trusted") -> str:
-        return tokens.create(admin, name, apps=apps, labels=labels, trust=trust)
+    def make(name: str = "w1", apps=(), labels=None, trust: str = "trusted",
+             owner: str | None = None) -> str:
+        return tokens.create(admin, name, apps=apps, labels=labels, trust=trust, owner=owner)
 
     return make
 

@@ -15,6 +15,7 @@ from novatests.serving import served
 from novatests.tls import make_certs, server_context
 
 from nova_queue import Settings, TaskSpec, errors, tokens
+from nova_queue.keys import result_key
 from nova_queue.local import free_port
 from nova_queue.serving import serve_until_interrupted, stop, werkzeug_server
 from nova_queue.workers.link import GatewayLink, GatewayUnreachable
@@ -79,3 +80,32 @@ def test_a_worker_over_a_slow_link(gw_settings, admin, tmp_path, namespace):
         proxy.close()
         stop(server)
         thread.join(10)
+
+
+def _joined(url: str, token: str) -> tuple[GatewayLink, str]:
+    one = link(url, token)
+    hello = one.hello(threading.Event())
+    assert hello is not None
+    one.register_worker(hello["worker_id"], {"name": hello["worker_id"]}, ["synthetic"])
+    return one, hello["worker_id"]
+
+
+def test_a_gateway_worker_fetches_the_result_it_verifies(live_gateway, admin, make_token):
+    """Over real HTTP: a new token's result (a large one, through the store) is held; a
+    vouched token's worker claims its verification and reads exactly those bytes, and
+    nothing for a slot the task does not have."""
+    maker, maker_id = _joined(live_gateway, make_token("maker", trust="new"))
+    checker, checker_id = _joined(live_gateway, make_token("checker"))
+    admin.enqueue("synthetic", [TaskSpec("one", 1.0)])
+    [lease] = maker.claim(maker_id, "synthetic").leases
+    data = bytes(range(256)) * 64  # 16 KiB: the store's, not inline
+    key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
+    maker.upload(key, data, "image/png", {})
+    assert maker.complete(maker_id, lease, key, run_s=0.1, warm=True).job_finished is False
+    [check] = checker.claim(checker_id, "synthetic").leases
+    assert check.verify == {"cand": key}
+    assert checker.candidate(check, "cand") == data
+    with pytest.raises(errors.ObjectNotFoundError, match="no result cand2"):
+        checker.candidate(check, "cand2")
+    with pytest.raises(errors.ObjectNotFoundError, match="not this worker's lease"):
+        maker.candidate(check, "cand")

@@ -107,7 +107,7 @@ local LEASE = { 'state', 'worker', 'lease_gen', 'attempt_id', 'b_worker' }
 local COMMIT_TASK = { LEASE, 'cost', 'failed_on', 'charged' }
 -- task:<job>:<index>, a result awaiting verification, as a claim weighs it (take_verify)
 local VERIFY_TASK = { 'state', 'cand_wid', 'cand2_wid', 'v_need', 'v_since_ms', 'cost', 'input',
-  'lease_gen', 'gen_top', 'attempt_count', 'cand', 'cand2' }
+  'lease_gen', 'gen_top', 'attempt_count', 'cand', 'cand2', 'cand_owner', 'cand2_owner' }
 -- task:<job>:<index>, its results awaiting verification, as the verifier's commit weighs them
 -- (settle_verify)
 local CAND_TASK = { 'cand', 'cand_wid', 'cand_name', 'cand_backend', 'cand_host', 'cand_run_s',

@@ -1,6 +1,7 @@
 --[[ complete_verified: the commit of a verifier (its lease of a task awaiting verification:
   cand, the task's CAND_TASK read) with what it says of the candidates (verdicts_of). A
-  verifier that is not trusted (trust 'new') and agrees with the one candidate: the result
+  verifier the operator does not vouch for (trust 'new' or 'earned': an identity that earned
+  trust by agreeing could then blame honest workers) and agrees with the one candidate: the result
   stands (credit_ident); disagrees (or says nothing): its result becomes the second
   candidate and a trusted worker gives the third opinion (hold_for_verify 'cand2',
   'trusted'). A trusted word settles every candidate: agreement credits its maker, a
@@ -21,7 +22,7 @@ local function complete_verified(ctx, K, tid, j, c, t, trust, now)
   local v, app = verdicts_of(c.provenance), j[COMMIT_JOB.app]
   local cand = redis.call('HMGET', K.task, unpack(CAND_TASK))
   redis.call('HINCRBY', K.worker, 'verifies', -1)
-  local held = trust == 'new' and not cand[CAND_TASK.cand2] and v.cand ~= 'agree'
+  local held = trust and not cand[CAND_TASK.cand2] and v.cand ~= 'agree'
   local w = c
   if held then
     hold_for_verify(ctx, K, tid, j, c, now, 'cand2', 'trusted')
@@ -37,7 +38,7 @@ local function complete_verified(ctx, K, tid, j, c, t, trust, now)
       local slot, maker = unpack(m)
       if maker and v[slot] == 'agree' then
         credit_ident(ctx, maker, c.wid, tid, now)
-      elseif maker and v[slot] == 'mismatch' and trust ~= 'new' then
+      elseif maker and v[slot] == 'mismatch' and not trust then
         catch_ident(ctx, maker, c.wid, tid, now, c.cooldown_ms)
       end
     end

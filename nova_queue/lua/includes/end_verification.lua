@@ -6,8 +6,8 @@
 local function end_verification(ctx, K, tid)
   local fields = { 'v_since_ms', 'v_need', 'v_tries' }
   for _, slot in ipairs({ 'cand', 'cand2' }) do
-    for _, f in ipairs({ '', '_wid', '_name', '_backend', '_host', '_run_s', '_ms', '_meta',
-      '_gen', '_attempt' }) do
+    for _, f in ipairs({ '', '_wid', '_name', '_backend', '_host', '_owner', '_run_s', '_ms',
+      '_meta', '_gen', '_attempt' }) do
       fields[#fields + 1] = slot .. f
     end
   end
