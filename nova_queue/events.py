@@ -79,8 +79,10 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
               "a result of a worker that is not trusted was sampled for verification: the "
               "task awaits another worker's run (``need`` trusted: two untrusted results "
               "disagreed, a trusted worker decides)"),
-    EventType("verify_started", ("job", "task", "worker", "name", "backend", "lease_gen", "of"),
-              "a worker started re-running a task to check the result worker ``of`` made"),
+    EventType("verify_started", ("job", "task", "worker", "name", "backend", "lease_gen", "of",
+                                 "free"),
+              "a worker started re-running a task to check the result worker ``of`` made "
+              "(``free`` 1: its backup attempt, running already, checks it)"),
     EventType("verified", ("job", "task", "worker", "by"),
               "worker ``by`` agreed with the result ``worker`` made: the result stands"),
     EventType("mismatch", ("job", "task", "worker", "by", "reopened"),

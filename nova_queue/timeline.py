@@ -6,7 +6,7 @@ a release (``requeued`` / ``failed`` / ``cancelled``), ``attempt_ended`` and the
 verdicts (``backup_won`` / ``backup_lost``) close it; ``stale_rejected`` marks an attempt
 whose late report was turned away. Verification (docs/SECURITY.md): ``verifying`` closes an
 attempt whose result is held (``held``), ``verify_started`` opens the re-run that checks it
-(``verify``); ``verified`` makes the held attempt ``verified`` and the re-run ``agreed``,
+(``verify``; with ``free`` the task's running backup attempt becomes that check); ``verified`` makes the held attempt ``verified`` and the re-run ``agreed``,
 ``mismatch`` makes it ``mismatch``, ``unverified`` makes it ``unverified`` (no verifier was
 live: it stands), and ``invalidated`` makes a committed attempt ``invalidated`` (its
 maker was caught: the task runs again). The gallery draws one lane per worker and one bar per
@@ -104,7 +104,9 @@ def replay(events: list[Event]) -> list[Attempt]:
             continue
         task = int(f["task"])
         gen = int(f.get("lease_gen") or 0)
-        if e.type in ("claimed", "backup_started", "verify_started"):
+        if e.type == "verify_started" and f.get("free") == "1" and (task, gen) in live:
+            live[(task, gen)].verify = True  # the backup running already checks the result
+        elif e.type in ("claimed", "backup_started", "verify_started"):
             a = Attempt(task, gen, f.get("worker", ""), e.ts_ms,
                         backup=e.type == "backup_started", verify=e.type == "verify_started")
             attempts.append(a)

@@ -252,8 +252,9 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                      f"({f.get('kind')}); the other runs on{_error(f)}"),
     "verifying": lambda f, who: (f"{_task(f)}: the result from {who} awaits verification"
                                  + (" by a trusted worker" if f.get("need") == "trusted" else "")),
-    "verify_started": lambda f, who: (f"{_task(f)}: {who} re-runs it to check "
-                                      f"{f.get('of')}'s result"),
+    "verify_started": lambda f, who: (
+        f"{_task(f)}: {who} checks {f.get('of')}'s result with its backup run"
+        if f.get("free") == "1" else f"{_task(f)}: {who} re-runs it to check {f.get('of')}'s result"),
     "verified": lambda f, who: f"{_task(f)}: the result from {who} verified by {f.get('by')}",
     "mismatch": lambda f, who: (f"{_task(f)}: the result from {who} did not match "
                                 f"{f.get('by')}'s; {f.get('reopened', 0)} of its unverified "

@@ -299,6 +299,14 @@ class GatewayLink:
         except (errors.NovaError, GatewayUnreachable) as exc:
             raise errors.ObjectNotFoundError(f"{lease.task_id} {slot}: {exc}") from None
 
+    def verification(self, lease: Lease) -> dict[str, str] | None:
+        """The task's candidates, when ``lease`` (held by this worker) verifies them
+        (``POST /v1/verification``)."""
+        found = self.http.post("/v1/verification", {"lease": _fence(lease)}).get("verify")
+        if not isinstance(found, dict):
+            return None
+        return {str(k): str(v) for k, v in found.items() if k in ("cand", "cand2")}
+
     def discard(self, key: str) -> None:
         """Forget a kept result (the gateway deletes an object it wrote for a commit it
         refused itself)."""

@@ -29,6 +29,7 @@ import redis
 from nova_queue.apps.base import AppContext, TaskOutput
 from nova_queue.errors import (
     InvalidOutput,
+    NovaError,
     ObjectExistsError,
     ObjectNotFoundError,
     ResultTooLargeError,
@@ -168,6 +169,8 @@ class Run:
             if key is None:
                 return  # reported as failed
         provenance = self._provenance(output)
+        if lease.backup and not lease.verify:
+            lease = self._free_sample(lease)
         if lease.verify:
             provenance["verify"] = self._verdicts(lease, output)
         if not self.ready:
@@ -230,6 +233,21 @@ class Run:
             "worker": _fit(self.ctx.worker_name, 200), "worker-id": self.ctx.worker_id,
             "prompt": _fit(lease.input, PROMPT_META_BYTES),
         }
+
+    def _free_sample(self, lease: Lease) -> Lease:
+        """A backup attempt's lease, with the candidates it verifies when the other attempt's
+        maker (not vouched for) committed first and this run became its verification."""
+        try:
+            found = self.transport.verification(lease)
+        except (redis.RedisError, NovaError) as exc:
+            log.warning("%s: cannot tell whether this backup verifies a result (%s)",
+                        lease.task_id, exc)
+            return lease
+        if not found:
+            return lease
+        log.info("%s: this backup run verifies the result the other attempt committed",
+                 lease.task_id)
+        return dataclasses.replace(lease, verify=found)
 
     def _verdicts(self, lease: Lease, output: TaskOutput) -> dict[str, str]:
         """A verification run's word on each candidate (``lease.verify``): ``agree`` when the

@@ -149,6 +149,12 @@ class WorkerTransport(Protocol):
         (StoreError, ObjectNotFoundError when they cannot be read)."""
         ...
 
+    def verification(self, lease: Lease) -> dict[str, str] | None:
+        """The candidates (``{"cand": key, ...}``) of ``lease``'s task when this attempt,
+        a backup, became their verification after it was claimed (the other attempt's
+        maker is not vouched for and committed first: a free sample); else None."""
+        ...
+
 
 class DirectTransport:
     """A worker's calls straight to Redis (a :class:`~nova_queue.client.NovaClient`) and
@@ -258,6 +264,14 @@ class DirectTransport:
         if not key:
             raise ObjectNotFoundError(f"{lease.task_id}: no candidate {slot}")
         return self._store().get(key).data
+
+    def verification(self, lease: Lease) -> dict[str, str] | None:
+        """The task's candidates, read from Redis, when ``lease`` is the task's lease now."""
+        gen, attempt_id, cand, cand2 = self.client.redis.hmget(
+            self.client.keys.task(lease.task_id), ["lease_gen", "attempt_id", "cand", "cand2"])
+        if (gen, attempt_id) != (str(lease.lease_gen), lease.attempt_id) or not cand:
+            return None
+        return {"cand": cand, **({"cand2": cand2} if cand2 else {})}
 
     def _store(self) -> ResultStore:
         if self.store is None:

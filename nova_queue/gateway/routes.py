@@ -211,6 +211,25 @@ def candidate() -> Any:
     return Response(data, mimetype="application/octet-stream")
 
 
+@bp.post("/verification")
+def verification() -> Any:
+    """The candidates a lease this worker holds verifies (``{"verify": {"cand": key}}``), or
+    ``{"verify": null}``: a backup attempt that became the verification of the result the
+    other attempt committed first asks before it commits (a free sample). 403 unless the
+    caller holds the lease."""
+    body = json_body()
+    lease = wire.fenced_lease(body.get("lease"))
+    caller = authenticate(task_id=lease.task_id)
+    state = gateway_state()
+    if not results.holds(state, caller, lease):
+        raise errors.AccessDeniedError(f"{lease.task_id} g{lease.lease_gen} is not this "
+                                       "worker's lease")
+    cand, cand2 = state.client.redis.hmget(state.client.keys.task(lease.task_id),
+                                           ["cand", "cand2"])
+    found = {"cand": cand, **({"cand2": cand2} if cand2 else {})} if cand else None
+    return jsonify({"verify": found})
+
+
 @bp.post("/loaded")
 def loaded() -> Any:
     """The worker holds ``model`` of ``app`` warm now."""

@@ -165,3 +165,22 @@ def test_tokens_create_takes_an_owner(admin, redis_url, namespace):
     assert {t.name: t.owner for t in tokens.list_tokens(admin)} == {"pc": "dana@example",
                                                                     "solo": "solo"}
     assert "owner dana@example" in run(cli, ["tokens", "list"], env=env).output
+
+
+def test_a_lease_asks_whether_it_verifies(gw, admin, make_token):
+    """POST /v1/verification: the candidates a lease verifies (a backup that became a free
+    sample asks before it commits), null for a plain lease, 403 for another's lease."""
+    maker = make_token("m", trust="new", owner="alice")
+    checker = make_token("c", trust="new", owner="bob")
+    join(gw, maker)
+    join(gw, checker)
+    _, key = _held(gw, admin, maker, b"r")
+    [check] = claim(gw, checker, ids=("c1",)).json["leases"]
+    ask = {"lease": _fence(check)}
+    res = gw.post("/v1/verification", json=ask, headers=auth(checker))
+    assert res.status_code == 200 and res.json == {"verify": {"cand": key}}
+    assert gw.post("/v1/verification", json=ask, headers=auth(maker)).status_code == 403
+    admin.enqueue("synthetic", [TaskSpec("two", 1.0)])
+    [plain] = claim(gw, maker, ids=("m2",)).json["leases"]
+    res = gw.post("/v1/verification", json={"lease": _fence(plain)}, headers=auth(maker))
+    assert res.status_code == 200 and res.json == {"verify": None}

@@ -26,7 +26,7 @@ def test_the_protocol_names_every_call_the_runtime_makes():
     assert CALLS == sorted([
         "hello", "register_worker", "deregister_worker", "event_mark", "wait_for_work",
         "claim", "renew", "complete", "complete_and_claim", "complete_batch", "fail",
-        "note_loaded", "note_loading", "upload", "discard", "candidate"])
+        "note_loaded", "note_loading", "upload", "discard", "candidate", "verification"])
 
 
 @pytest.mark.parametrize("transport", [DirectTransport, GatewayLink])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from novatests.leases import rkey
+from novatests.leases import backdate, rkey
 from novatests.seed import set_speed
 from novatests.web import StandInWorker
 
@@ -59,3 +59,41 @@ def test_a_worker_verifies_held_results_with_the_apps_comparison(nova, redis_url
     assert tasks[2].worker_name == "checker" and tasks[2].result != junk
     w = {x.name: x for x in nova.workers()}["maker"]
     assert w.quarantined and w.mismatches == 1 and w.verified == 2
+
+
+def test_a_workers_backup_run_verifies_the_result_committed_first(nova, redis_url, namespace,
+                                                                   tmp_path):
+    """A real worker backs up a new worker's overdue task; the new worker commits a right
+    card while the backup runs: the backup's run finds the candidate before it commits,
+    compares, and the card stands, verified by it (a free sample: no re-run)."""
+    store_url = (tmp_path / "store").as_uri()
+    store = open_store(store_url)
+    job = nova.enqueue("synthetic", [TaskSpec("t0", 1.0)], params={"seconds": 2, "size": 64})
+    maker = StandInWorker(nova, store, "tok.aaaaaaaaaaaa", name="maker", trust="new")
+    set_speed(nova, "tok.aaaaaaaaaaaa", "synthetic", 0.5)
+    [lease] = maker.claim(1)
+    backdate(nova, lease.task_id, 60_000)  # far past its 0.5 s prediction: worth a backup
+    settings = Settings(redis_url=redis_url, namespace=namespace, home=str(tmp_path / "v"),
+                        store_url=store_url)
+    worker = Worker(settings, WorkerOptions(apps=("synthetic",), name="checker",
+                                            benchmark=False, device_score_s=0))
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        checker = wait_for(lambda: next((w.worker_id for w in nova.workers()
+                                         if w.name == "checker" and w.alive), None),
+                           timeout_s=60, message="the verifier to register")
+        set_speed(nova, checker, "synthetic", 0.01)
+        wait_for(lambda: nova.redis.hget(nova.keys.task(lease.task_id), "b_worker") == checker,
+                 timeout_s=60, message="the worker to back the task up")
+        right = maker.finish(lease)
+        wait_for(lambda: nova.job(job, with_tasks=False).finished, timeout_s=60,
+                 message="the job to finish")
+    finally:
+        worker.stop()
+        thread.join(30)
+    [task] = nova.job(job).tasks
+    assert (task.state, task.result, task.worker_name, task.verified_by_name) == (
+        "done", right, "maker", "checker")
+    assert nova.redis.zcard(nova.keys.verify("synthetic")) == 0
+    assert {x.name: x for x in nova.workers()}["maker"].verified == 1

@@ -2,8 +2,10 @@
   run it before a claim. K: complete-11's KEYS by name (task, job, worker, held, fleet, leases,
   alive, inflight, failed, finished, events); c: its ARGV by name (commit_argv). Checks as
   complete-11's header says (check_commit_ids, fence_commit, check_commit_report); a task
-  with a backup attempt is settled first (settle_backup: the first commit wins), and the
-  workers it failed on before are blamed (blame_others). A verifier's commit of a result
+  with a backup attempt is settled first (settle_backup: the first commit wins; the
+  primary's commit by a worker that is not vouched for makes a vouched verifier's backup
+  its verification instead: free_sample), and the workers it failed on before are blamed
+  (blame_others). A verifier's commit of a result
   awaiting verification settles it (complete_verified); the result of a worker that is not
   trusted may be held for verification (hold_unverified). Returns complete-11's reply.
 ]]
@@ -19,18 +21,18 @@
 --- @include "note_usage"
 --- @include "complete_verified"
 --- @include "hold_unverified"
+--- @include "free_sample"
 local function complete_task(K, c)
   local bad = check_commit_ids(K, c)
   if bad then
     return bad_input(bad)
   end
-  local wid, tid, gen = c.wid, c.tid, c.gen
+  local wid, tid, gen, now = c.wid, c.tid, c.gen, now_ms()
   local ctx = {
     prefix = c.prefix, wid = c.wid, alpha = c.alpha, leases = K.leases, alive = K.alive,
     inflight = K.inflight, failed = K.failed, finished = K.finished, events = K.events,
     maxlen = c.maxlen,
   }
-  local now = now_ms()
   local job_id, index = job_of(tid), index_of(tid)
   local code, which, t = fence_commit(K.task, c)
   if code == CODE.UNKNOWN_TASK or code == CODE.ALREADY then
@@ -56,11 +58,12 @@ local function complete_task(K, c)
   if (tonumber(verifies) or 0) > 0 and redis.call('HGET', K.task, 'cand') then
     return complete_verified(ctx, K, tid, j, c, t, trust, now)
   end
-  if t[COMMIT_TASK.b_worker] then
+  local backup = t[COMMIT_TASK.b_worker] -- trust: 'new', 'earned' or none (vouched)
+  local held = backup and which == 'primary' and trust and free_sample(ctx, K, tid, c, now)
+  if backup and not held then
     settle_backup(ctx, tid, which, app, cost, now)
   end
-  local held = (trust == 'new' or trust == 'earned') and hold_unverified(ctx, K, tid, j, c,
-    trust, now)
+  held = held or (trust and hold_unverified(ctx, K, tid, j, c, trust, now))
   if not held then
     write_commit(ctx, K, tid, j, c, now)
   end

@@ -33,7 +33,7 @@ local function write_verify_lease(ctx, K, a, me, tid, t, j, now)
     'last_claim', attempt_id, 'claim_ms', int(now), 'claims', (tonumber(me.claims) or 0) + 1)
   emit(ctx, 'verify_started', 'job', job_id, 'task', index, 'worker', a.wid, 'name', me.name,
     'backend', me.backend, 'lease_gen', gen, 'of', t[VERIFY_TASK.cand2_wid]
-    or t[VERIFY_TASK.cand_wid] or '')
+    or t[VERIFY_TASK.cand_wid] or '', 'free', '0')
   return {
     tid = tid, job = job_id, index = tonumber(index), input = t[VERIFY_TASK.input], cost = cost,
     params = j[VERIFY_JOB.params] or '{}', lease_gen = gen, attempt_id = attempt_id,
