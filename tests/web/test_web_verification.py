@@ -10,8 +10,9 @@ import dataclasses
 from novatests.leases import rkey
 from novatests.web import XSS, XSS_ESCAPED, StandInWorker, enqueue
 
+from nova_queue.events import Event
 from nova_queue.models import TaskInfo
-from nova_queue.web.present import task_view, trust_text
+from nova_queue.web.present import event_text, task_view, trust_text
 from nova_queue.worker_info import WorkerInfo
 
 AGREE = {"verify": {"cand": "agree"}}
@@ -89,3 +90,14 @@ def test_the_timeline_shows_the_held_result_its_check_and_the_verdicts(client, n
     assert bars["checker"] == [(0, "agreed", "committed"), (1, "committed", "committed")]
     labels = [b["label"] for lane in tl["lanes"] for b in lane["bars"]]
     assert sum("verification" in x for x in labels) == 2
+
+
+def test_the_event_text_of_a_check_by_a_re_run_and_by_a_backup():
+    fields = {"job": "j", "task": "3", "worker": "w2", "name": "checker", "of": "w1",
+              "lease_gen": "4"}
+    names = {"w1": "maker"}
+    rerun = Event("1-0", "verify_started", 0, {**fields, "free": "0"})
+    backup = Event("1-1", "verify_started", 0, {**fields, "free": "1"})
+    assert event_text(rerun, names) == "task 3: checker re-runs it to check maker's result"
+    assert event_text(backup, names) == ("task 3: checker checks maker's result with its "
+                                         "backup run")
