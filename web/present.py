@@ -320,7 +320,8 @@ def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
         "speed_rows": speeds,
         "current_text": ", ".join(w.current) if w.current else "–",
         "labels_text": " ".join(f"{k}={v}" for k, v in sorted(w.labels.items())) or "–",
-        "token_text": w.token or "– (direct)",
+        "token_text": (f"{w.token} (owner {w.owner})" if w.owner and w.owner != w.token
+                       else w.token or "– (direct)"),
         "warm_text": (", ".join(f"{app}: {m}" for app, m in sorted(w.warm.items()))
                       + f" ({w.model_loads} loads)") if w.warm else "–",
         "quarantine_text": (f"quarantined: {w.quarantine_reason}; probe "

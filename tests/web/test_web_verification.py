@@ -53,6 +53,11 @@ def test_the_workers_page_shows_trust_and_record(client, nova, store):
     assert (api["newbie"]["trust"], api["newbie"]["verified"], api["newbie"]["mismatches"]) \
         == ("new", 3, 1)
     assert api["mine"]["trust"] == "trusted" and api["mine"]["vouched"] is True
+    nova.redis.hset(nova.keys.worker("tok.aaaaaaaaaaaa"), mapping={"token": "tok",
+                                                                  "owner": "dana"})
+    assert "tok (owner dana)" in client.get("/workers").get_data(as_text=True)
+    assert {w["name"]: w for w in client.get("/api/workers").get_json()}["newbie"]["owner"] \
+        == "dana"
 
 
 def test_the_texts_of_each_verification_state():
