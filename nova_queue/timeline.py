@@ -104,13 +104,8 @@ def replay(events: list[Event]) -> list[Attempt]:
             continue
         task = int(f["task"])
         gen = int(f.get("lease_gen") or 0)
-        if e.type == "verify_started" and f.get("free") == "1" and (task, gen) in live:
-            live[(task, gen)].verify = True  # the backup running already checks the result
-        elif e.type in ("claimed", "backup_started", "verify_started"):
-            a = Attempt(task, gen, f.get("worker", ""), e.ts_ms,
-                        backup=e.type == "backup_started", verify=e.type == "verify_started")
-            attempts.append(a)
-            live[(task, gen)] = by_worker[(task, a.worker_id)] = a
+        if e.type in ("claimed", "backup_started", "verify_started"):
+            _start(e, task, gen, attempts, live, by_worker)
         elif e.type in VERDICTS:
             _verdict(e.type, f, task, live, by_worker, e.ts_ms)
         elif e.type == "completed":
@@ -129,6 +124,20 @@ def replay(events: list[Event]) -> list[Attempt]:
             if a is not None and a.lease_gen == gen:
                 a.stale = True
     return attempts
+
+
+def _start(e: Event, task: int, gen: int, attempts: list[Attempt],
+           live: dict[tuple[int, int], Attempt],
+           by_worker: dict[tuple[int, str], Attempt]) -> None:
+    """An attempt starts; a free check (``verify_started`` with ``free`` 1) is the task's
+    backup attempt, running already, that now checks the result committed first."""
+    if e.type == "verify_started" and e.fields.get("free") == "1" and (task, gen) in live:
+        live[(task, gen)].verify = True
+        return
+    a = Attempt(task, gen, e.fields.get("worker", ""), e.ts_ms,
+                backup=e.type == "backup_started", verify=e.type == "verify_started")
+    attempts.append(a)
+    live[(task, gen)] = by_worker[(task, a.worker_id)] = a
 
 
 def _release(etype: str, f: dict[str, str], task: int, gen: int,

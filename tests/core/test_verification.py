@@ -223,6 +223,30 @@ def test_an_untrusted_verifier_skips_results_of_its_own_owner(nova):
     assert check.verify == {"cand": rkey(lease)}
 
 
+def test_an_untrusted_verifier_that_says_nothing_hands_the_check_on(nova):
+    """A verifier that is not vouched for and could not compare (no verdict) is no opinion,
+    not a disagreement: the result awaits verification again (a trusted worker then
+    settles it), counted as a verifier's failed run."""
+    setup_job(nova, 1)
+    new_worker(nova, "tok.aaaaaaaaaaaa")
+    join(nova, "other.bbbbbbbbbbbb", trust="new", verifier="1")
+    lease = held_one(nova, "tok.aaaaaaaaaaaa")
+    nova.redis.hset(nova.keys.task(lease.task_id), "v_since_ms", nova.server_time_ms() - 60_000)
+    [second] = nova.claim("other.bbbbbbbbbbbb", "synthetic").leases
+    assert not nova.complete("other.bbbbbbbbbbbb", second, rkey(second), run_s=0.1,
+                             warm=True).job_finished
+    t = task_hash(nova, lease.task_id)
+    assert (t["state"], t["v_tries"], t["error_kind"], "cand2" in t) == (
+        "verifying", "1", "no_verdict", False)
+    assert worker_hash(nova, "other.bbbbbbbbbbbb")["verifies"] == "0"
+    assert not nova.redis.sismember(nova.keys.held("other.bbbbbbbbbbbb"), lease.task_id)
+    verifier(nova, "direct")
+    [check] = nova.claim("direct", "synthetic").leases
+    assert nova.complete("direct", check, rkey(check), run_s=0.1, warm=True,
+                         meta=AGREE).job_finished
+    assert task_hash(nova, lease.task_id)["result"] == rkey(lease)
+
+
 def test_trust_is_earned_after_agreements_in_a_row_and_survives_new_worker_ids(nova):
     setup_job(nova, 2)
     new_worker(nova, "tok.aaaaaaaaaaaa")

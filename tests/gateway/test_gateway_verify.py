@@ -111,10 +111,12 @@ def test_another_owners_gateway_worker_verifies_through_the_gateway(gw, admin, m
     assert gw.post("/v1/candidate", json={**body, "slot": "cand2"},
                    headers=auth(theirs)).status_code == 404
     res, _ = commit(gw, theirs, check, data=b"bob's run")
-    assert res.status_code == 200  # no verdict in meta: an untrusted opinion that says nothing
-    t = admin.task(lease["task_id"])
-    assert (t.state, admin.redis.hget(admin.keys.task(lease["task_id"]), "v_need")) == (
-        "verifying", "trusted")  # held as the second candidate, a trusted word decides
+    # no verdict in its meta (it could not compare): no opinion, the check is handed on
+    assert res.status_code == 200
+    h = admin.redis.hgetall(admin.keys.task(lease["task_id"]))
+    assert (h["state"], h["v_tries"], h["cand_wid"], "cand2" in h) == (
+        "verifying", "1", maker_id, False)
+    assert admin.redis.zscore(admin.keys.verify("synthetic"), lease["task_id"]) is not None
     assert {w.worker_id: w.owner for w in admin.workers()}[bob_id] == "bob"
     assert maker_id.startswith("alice-pc.")
 

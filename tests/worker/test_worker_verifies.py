@@ -68,15 +68,16 @@ def test_a_workers_backup_run_verifies_the_result_committed_first(nova, redis_ur
     compares, and the card stands, verified by it (a free sample: no re-run)."""
     store_url = (tmp_path / "store").as_uri()
     store = open_store(store_url)
-    job = nova.enqueue("synthetic", [TaskSpec("t0", 1.0)], params={"seconds": 2, "size": 64})
+    job = nova.enqueue("synthetic", [TaskSpec("t0", 1.0)], params={"seconds": 0.5, "size": 64})
     maker = StandInWorker(nova, store, "tok.aaaaaaaaaaaa", name="maker", trust="new")
     set_speed(nova, "tok.aaaaaaaaaaaa", "synthetic", 0.5)
     [lease] = maker.claim(1)
     backdate(nova, lease.task_id, 60_000)  # far past its 0.5 s prediction: worth a backup
     settings = Settings(redis_url=redis_url, namespace=namespace, home=str(tmp_path / "v"),
                         store_url=store_url)
+    # its backup run takes 5 s (10x slowdown): the maker's 0.5 s run commits first
     worker = Worker(settings, WorkerOptions(apps=("synthetic",), name="checker",
-                                            benchmark=False, device_score_s=0))
+                                            benchmark=False, device_score_s=0, slowdown=10))
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

@@ -1,8 +1,11 @@
 --[[ complete_verified: the commit of a verifier (its lease of a task awaiting verification:
   cand, the task's CAND_TASK read) with what it says of the candidates (verdicts_of). A
   verifier the operator does not vouch for (trust 'new' or 'earned': an identity that earned
-  trust by agreeing could then blame honest workers) and agrees with the one candidate: the result
-  stands (credit_ident); disagrees (or says nothing): its result becomes the second
+  trust by agreeing could then blame honest workers) that says nothing (it could not read or
+  compare the candidates) gave no opinion: its lease ends as a verifier's failed run does
+  (release: the result awaits verification again; MAX_VERIFY_TRIES such runs fail the
+  task); one that agrees with the one candidate: the result
+  stands (credit_ident); disagrees: its result becomes the second
   candidate and a trusted worker gives the third opinion (hold_for_verify 'cand2',
   'trusted'). A trusted word settles every candidate: agreement credits its maker, a
   mismatch catches it (catch_ident: quarantine, trust reset, its unverified results re-run);
@@ -10,6 +13,7 @@
   (accept_candidate), else with the verifier's own. Returns complete-11's reply.
 ]]
 --- @include "verdicts_of"
+--- @include "release"
 --- @include "hold_for_verify"
 --- @include "accept_candidate"
 --- @include "credit_ident"
@@ -20,6 +24,10 @@
 --- @include "note_usage"
 local function complete_verified(ctx, K, tid, j, c, t, trust, now)
   local v, app = verdicts_of(c.provenance), j[COMMIT_JOB.app]
+  if trust and not v.cand and not v.cand2 then
+    release(ctx, tid, now, 'no_verdict', 'the verifier could not compare the result', true)
+    return { CODE.OK, 0 }
+  end
   local cand = redis.call('HMGET', K.task, unpack(CAND_TASK))
   redis.call('HINCRBY', K.worker, 'verifies', -1)
   local held = trust and not cand[CAND_TASK.cand2] and v.cand ~= 'agree'
