@@ -19,6 +19,7 @@ from novatests.verify import (
     new_worker,
     record,
     unsampled_commit,
+    untrusted_check,
     verifier,
 )
 
@@ -175,12 +176,7 @@ def test_two_untrusted_results_that_disagree_wait_for_a_trusted_third_opinion(no
 
 
 def test_two_untrusted_results_that_agree_stand(nova):
-    setup_job(nova, 1)
-    new_worker(nova, "tok.aaaaaaaaaaaa")
-    join(nova, "other.bbbbbbbbbbbb", trust="new", verifier="1")
-    lease = held_one(nova, "tok.aaaaaaaaaaaa")
-    nova.redis.hset(nova.keys.task(lease.task_id), "v_since_ms", nova.server_time_ms() - 60_000)
-    [second] = nova.claim("other.bbbbbbbbbbbb", "synthetic").leases
+    lease, second = untrusted_check(nova)
     assert nova.complete("other.bbbbbbbbbbbb", second, rkey(second), run_s=0.1, warm=True,
                          meta=AGREE).job_finished
     t = task_hash(nova, lease.task_id)
@@ -227,12 +223,7 @@ def test_an_untrusted_verifier_that_says_nothing_hands_the_check_on(nova):
     """A verifier that is not vouched for and could not compare (no verdict) is no opinion,
     not a disagreement: the result awaits verification again (a trusted worker then
     settles it), counted as a verifier's failed run."""
-    setup_job(nova, 1)
-    new_worker(nova, "tok.aaaaaaaaaaaa")
-    join(nova, "other.bbbbbbbbbbbb", trust="new", verifier="1")
-    lease = held_one(nova, "tok.aaaaaaaaaaaa")
-    nova.redis.hset(nova.keys.task(lease.task_id), "v_since_ms", nova.server_time_ms() - 60_000)
-    [second] = nova.claim("other.bbbbbbbbbbbb", "synthetic").leases
+    lease, second = untrusted_check(nova)
     assert not nova.complete("other.bbbbbbbbbbbb", second, rkey(second), run_s=0.1,
                              warm=True).job_finished
     t = task_hash(nova, lease.task_id)

@@ -58,3 +58,16 @@ def unsampled_commit(nova, wid: str):
 def waited_long(nova, tid: str) -> None:
     """As if ``tid`` had awaited verification past VERIFY_ORPHAN_MS."""
     nova.redis.zadd(nova.keys.verify("synthetic"), {tid: 0})
+
+
+def untrusted_check(nova):
+    """A one-task job whose result "tok.aaaaaaaaaaaa" (new) committed and that waited past
+    VERIFY_WAIT_MS, and its verification leased by "other.bbbbbbbbbbbb", a verifier that is
+    not trusted either: (the maker's lease, the verifier's)."""
+    setup_job(nova, 1)
+    new_worker(nova, "tok.aaaaaaaaaaaa")
+    join(nova, "other.bbbbbbbbbbbb", trust="new", verifier="1")
+    lease = held_one(nova, "tok.aaaaaaaaaaaa")
+    nova.redis.hset(nova.keys.task(lease.task_id), "v_since_ms", nova.server_time_ms() - 60_000)
+    [second] = nova.claim("other.bbbbbbbbbbbb", "synthetic").leases
+    return lease, second
