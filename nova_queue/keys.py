@@ -148,7 +148,8 @@ Fields and members:
   before protocol checks); ``trust`` (none: trusted, the operator vouches for it; new or
   earned: its results are sampled for verification, its identity's ``trust:`` record)
   ``verifier`` (1: it re-runs others' results to verify them) ``verifies`` (verifications it
-  holds: its commits look for candidates while it holds one).
+  holds: its commits look for candidates while it holds one) ``price`` (dollars per hour of
+  its time: ``worker --cost-per-hour``, a gateway worker's token's; :mod:`nova_queue.terms`).
 - ``idents``: identity -> its latest worker id. A worker id is ``<identity>.<instance>``
   (:func:`ident_of`): a gateway worker's identity is its token's name, a direct worker's its
   node and name (``workers/node.py``). A new worker id of an identity takes over the previous
@@ -188,7 +189,8 @@ Fields and members:
   ``token:<digest>``: ``name apps`` (comma list; empty: any) ``labels`` (JSON object the
   worker's labels are pinned to) ``created_ms last_used_ms`` ``worker`` (the worker id the
   gateway gave the token's current process) ``registered`` (the apps that process
-  registered). The token itself is never stored (``nova_queue/tokens.py``).
+  registered) ``trust`` ``cost_per_hour`` (its worker's price, dollars per hour). The token
+  itself is never stored (``nova_queue/tokens.py``).
 - ``gw:rate:<digest>:<window>``: the token's requests in one fixed rate-limit window
   (``<window>``: Redis seconds // the window length), TTL: twice the window.
 """

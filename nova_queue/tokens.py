@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from nova_queue.errors import InputError
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE
 from nova_queue.settings import TRUST_LEVELS
+from nova_queue.terms import parse_price, price_field
 
 #: Token names: part of the worker ids the gateway gives (``<name>.<12 hex>``).
 TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
@@ -51,6 +52,8 @@ class TokenRecord:
     #: what its workers register as: ``new`` (their results are verified until they earn
     #: trust) or ``trusted`` (the operator vouches for them)
     trust: str = "new"
+    #: what an hour of its worker costs (dollars), set by the operator: the worker's ``price``
+    cost_per_hour: float = 0.0
 
     @classmethod
     def from_hash(cls, token_digest: str, h: Mapping[str, str]) -> TokenRecord:
@@ -63,7 +66,8 @@ class TokenRecord:
             last_used_ms=int(h["last_used_ms"]) if h.get("last_used_ms") else None,
             worker=h.get("worker", ""),
             registered=tuple(a for a in h.get("registered", "").split(",") if a),
-            trust="trusted" if h.get("trust") == "trusted" else "new")
+            trust="trusted" if h.get("trust") == "trusted" else "new",
+            cost_per_hour=price_field(h.get("cost_per_hour")))
 
     def allows_app(self, app: str) -> bool:
         """Whether the token lets its worker serve ``app``."""
@@ -74,7 +78,8 @@ class TokenRecord:
         but there is no reason to show it)."""
         return {"name": self.name, "apps": list(self.apps), "labels": dict(self.labels),
                 "created_ms": self.created_ms, "last_used_ms": self.last_used_ms,
-                "worker": self.worker or None, "trust": self.trust}
+                "worker": self.worker or None, "trust": self.trust,
+                "cost_per_hour": self.cost_per_hour}
 
 
 def check_name(name: str) -> str:
@@ -96,14 +101,17 @@ def _check_apps(apps: Iterable[str]) -> list[str]:
 
 
 def create(client, name: str, *, apps: Iterable[str] = (),
-           labels: Mapping[str, str] | None = None, trust: str = "new") -> str:
+           labels: Mapping[str, str] | None = None, trust: str = "new",
+           cost_per_hour: float = 0.0) -> str:
     """Create token ``name`` (``client``: a NovaClient) and return the token, the only time
     it is seen. ``trust``: ``new`` (its workers' results are verified until they earn trust)
-    or ``trusted``. InputError if the name is taken (revoke it first)."""
+    or ``trusted``; ``cost_per_hour``: its worker's price in dollars. InputError if the
+    name is taken (revoke it first)."""
     check_name(name)
     if trust not in TRUST_LEVELS:
         raise InputError(f"trust must be one of {', '.join(TRUST_LEVELS)}, not {trust!r}")
     app_list = _check_apps(apps)
+    price = parse_price(cost_per_hour)
     token = secrets.token_urlsafe(32)
     token_digest = digest(token)
     keys = client.keys
@@ -113,7 +121,7 @@ def create(client, name: str, *, apps: Iterable[str] = (),
     client.redis.hset(keys.token(token_digest), mapping={
         "name": name, "apps": ",".join(app_list),
         "labels": json.dumps(dict(labels or {}), sort_keys=True),
-        "created_ms": client.server_time_ms(), "trust": trust})
+        "created_ms": client.server_time_ms(), "trust": trust, "cost_per_hour": repr(price)})
     return token
 
 

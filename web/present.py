@@ -13,6 +13,7 @@ from typing import Any
 from nova_queue.cannot_run import Blocked, CannotRun, blocked_text
 from nova_queue.models import Event, JobStatus, TaskInfo
 from nova_queue.stores import own_result_ext
+from nova_queue.terms import money_text
 from nova_queue.web.text import BACKEND_LABELS, backend_label, fmt_age, fmt_bytes, fmt_seconds
 from nova_queue.worker_info import WorkerInfo
 
@@ -327,6 +328,7 @@ def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
                             if w.quarantined else ""),
         "cannot_run_texts": [cannot_run_text(m, now_ms) for m in w.cannot_run],
         "trust_text": trust_text(w),
+        "price_text": f"{money_text(w.cost_per_hour)} / hour" if w.cost_per_hour else "free ($0)",
     }
 
 

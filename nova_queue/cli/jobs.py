@@ -280,7 +280,8 @@ def workers(ctx: Context, as_json: bool, include_gone: bool) -> None:
             f"{short(w.device, 28):28} done {w.tasks_done:<5} failed {w.failures:<3} "
             f"bench {_fmt(first.get('bench_s'), 's')} ema {_fmt(first.get('ema_s'), 's')} "
             f"cold {_fmt(first.get('cold_s'), 's')} [{visible(','.join(w.apps))}]"
-            + (f" token {visible(w.token)}" if w.token else ""))
+            + (f" token {visible(w.token)}" if w.token else "")
+            + (f" ${w.cost_per_hour:g}/h" if w.cost_per_hour else ""))
         if w.quarantined:
             click.echo(f"    QUARANTINED: {visible(short(w.quarantine_reason, 160))}")
         for m in w.cannot_run:

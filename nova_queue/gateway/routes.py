@@ -109,11 +109,12 @@ def register() -> Any:
         if not caller.token.allows_app(str(app)):
             raise errors.AccessDeniedError(f"token {caller.token.name!r} does not allow app "
                                            f"{app!r}")
-    # the token's trust, not the worker's word; a gateway worker never verifies others (it
+    # the token's trust and price, not the worker's word; a gateway worker never verifies others (it
     # could not fetch their results)
     fields = {**fields, "labels": json.dumps(_pinned_labels(caller, fields.get("labels")),
                                              sort_keys=True), "token": caller.token.name,
-              "trust": caller.token.trust, "verifier": "0"}
+              "trust": caller.token.trust, "verifier": "0",
+              "price": caller.token.cost_per_hour}
     rejoined = state.client.register_worker(caller.worker_id, fields, [str(a) for a in apps],
                                             bench)
     set_if_exists(state.client.redis, state.client.keys.token(caller.token.digest),

@@ -157,7 +157,7 @@ def test_python_limits_equal_the_lua_limits():
                  "MAX_RUN_S", "MAX_INPUT_BYTES", "MAX_PARAMS_BYTES", "MAX_META_BYTES",
                  "MAX_INLINE_BYTES",
                  "MAX_TEXT_BYTES", "MIN_COST", "MAX_COST", "MAX_CANNOT_RUN", "MAX_REASON_BYTES",
-                 "MAX_MARKS_BYTES"):
+                 "MAX_MARKS_BYTES", "MAX_PRICE", "MAX_BUDGET", "MAX_DEADLINE_MS"):
         assert lua[name] == getattr(limits, name), name
 
 

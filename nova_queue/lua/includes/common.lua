@@ -56,6 +56,10 @@ local FREE_WINDOW_MS = 60000
 local MAX_RETENTION_S = 315360000  -- how long a finished job stays in Redis (10 years)
 local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before retention): 7 days
 local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
+-- Money and time (nova_queue/terms.py): a worker's price, a job's budget and deadline
+local MAX_PRICE = 1000000          -- dollars per hour of a worker's time
+local MAX_BUDGET = 1000000000      -- dollars a job may spend
+local MAX_DEADLINE_MS = 31536000000 -- how far ahead a job's deadline may lie (365 days)
 -- Verification of results from workers that are not trusted (docs/SECURITY.md)
 local MAX_UNVERIFIED = 1024        -- an identity's latest results that stand unverified, kept
                                    -- to re-run if it is caught (older ones are forgotten)
