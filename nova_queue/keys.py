@@ -73,7 +73,11 @@ Fields and members:
   ``[key, op, values]``, :mod:`nova_queue.placement`) ``owner`` ``model`` (what its tasks
   need warm) ``retention_s`` (how long it stays once finished) ``purge_next`` (the lowest
   task index not yet deleted, while it expires) ``verifying`` (tasks whose result awaits
-  verification).
+  verification); its terms (:mod:`nova_queue.terms`, written at enqueue, '' for none)
+  ``deadline_ms`` (epoch ms) ``budget`` (dollars), and what it cost: ``spent`` (dollars
+  predicted at each claim by a priced worker: what a budget caps) ``cost`` (dollars of its
+  committed runs) ``behind_ms`` (when a claim first found its deadline out of the live
+  pool's reach) ``held_ms`` (when a claim first held it back for its budget).
 - ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | verifying | done |
   failed | cancelled) ``input cost``; at claim ``lease_gen attempt_id attempt_count worker
   worker_name backend host deadline_ms claimed_ms predicted_s run_deadline_ms``; a backup

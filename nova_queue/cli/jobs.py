@@ -24,6 +24,7 @@ from nova_queue.limits import MAX_RETENTION_S
 from nova_queue.models import JobStatus, TaskSpec
 from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
+from nova_queue.terms import parse_budget, parse_deadline
 
 
 # long: one decorator per option of the command (its body is 23 lines)
@@ -56,6 +57,13 @@ from nova_queue.prompts import read_prompts
               help="How long the finished job stays in Redis (seconds, or 90m, 12h, 3d): "
                    "then it is deleted with its tasks; its results stay in the store.  "
                    "[default: NOVA_JOB_RETENTION_S or 604800 (7 days)]")
+@click.option("--deadline", default=None, metavar="WHEN",
+              help="When the job should be done: 30m, 2h, 18:00 (its next occurrence) or "
+                   "ISO-8601 (2026-12-04T18:00); it then runs on the cheapest workers that "
+                   "still finish it in time.")
+@click.option("--budget", default=None, metavar="DOLLARS",
+              help="What the job may spend (predicted, at the workers' --cost-per-hour): past "
+                   "it, it waits for cheaper capacity.")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Refuse prompt input larger than N bytes.  "
                    "[default: NOVA_MAX_PROMPT_BYTES or 67108864 (64 MiB)]")
@@ -70,7 +78,8 @@ from nova_queue.prompts import read_prompts
 def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_attempts: int | None,
             priority: int, name: str | None, timeout_s: float | None,
             requires: tuple[str, ...], owner: str | None, retention_s: int | None,
-            max_bytes: int | None, wait: bool, as_json: bool) -> None:
+            deadline: str | None, budget: str | None, max_bytes: int | None, wait: bool,
+            as_json: bool) -> None:
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
@@ -80,13 +89,16 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     job waits until one joins).
     """
     reqs = parse_requirements(requires)
+    budget_usd = None if budget is None else parse_budget(budget)
     application, parsed, specs = job_tasks(ctx, file, app, params, max_bytes)
     client = ctx.client()
     model = application.model_key(parsed)
+    deadline_ms = None if deadline is None else parse_deadline(deadline, client.server_time_ms())
     job_id = client.enqueue(
         app, specs, params=parsed, priority=priority, max_attempts=max_attempts,
         name=name or ("stdin" if file == "-" else Path(file).name), timeout_s=timeout_s,
-        retention_s=retention_s, requires=reqs, owner=owner, model=model)
+        retention_s=retention_s, requires=reqs, owner=owner, model=model,
+        deadline=None if deadline_ms is None else _at(deadline_ms), budget=budget_usd)
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
@@ -95,6 +107,12 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)
+
+
+def _at(ms: int):
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
 
 
 def job_tasks(ctx: Context, file: str, app: str, params: tuple[str, ...],

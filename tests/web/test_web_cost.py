@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from novatests.web import StandInWorker
+import pytest
+from novatests.web import WEB_TOKEN, StandInWorker, csrf_of, unsafe_markup
 
 
 def test_the_workers_page_shows_each_price(client, nova, store):
@@ -15,3 +16,29 @@ def test_the_workers_page_shows_each_price(client, nova, store):
     live = {w["name"]: w for g in client.get("/api/live/workers").get_json()["groups"]
             for w in g["workers"]}
     assert live["rented"]["price_text"] == "$2.50 / hour"
+
+
+def post_job(client, **fields):
+    data = {"app": "synthetic", "prompts": "a\nb", "csrf_token": csrf_of(client),
+            "token": WEB_TOKEN, **fields}
+    return client.post("/", data=data)
+
+
+def test_the_form_takes_a_deadline_and_a_budget(client, nova):
+    resp = post_job(client, deadline="45m", budget="3.25")
+    assert resp.status_code == 303, resp.get_data(as_text=True)[:500]
+    st = nova.job(resp.headers["Location"].rsplit("/", 1)[-1], with_tasks=False)
+    assert st.budget == 3.25 and 0 < st.deadline_ms - nova.server_time_ms() <= 45 * 60_000
+
+
+@pytest.mark.parametrize("fields, needle", [
+    ({"deadline": "2001-01-01T00:00"}, "in the past"),
+    ({"deadline": "<b>soon</b>"}, "deadline &#39;&lt;b&gt;soon&lt;/b&gt;&#39;"),
+    ({"budget": "-2"}, "budget &#39;-2&#39;"),
+])
+def test_the_form_refuses_bad_terms_and_enqueues_nothing(client, nova, fields, needle):
+    resp = post_job(client, **fields)
+    html = resp.get_data(as_text=True)
+    assert resp.status_code == 400 and needle in html, html[:2000]
+    assert unsafe_markup(html) == []
+    assert nova.redis.keys(f"{nova.prefix}job:*") == []

@@ -1,11 +1,12 @@
 --[[ create_job: enqueue-9's first call of a job (n tasks in this call): checks the job
-  fields (job_fields) and the chunk against them, then writes the job hash in state
-  'staging' with its block of the seq counter and, unless this call also publishes, its
-  staging entry. K, a: enqueue-9's KEYS and ARGV by name.
+  fields (job_fields, job_terms: its deadline and budget) and the chunk against them, then
+  writes the job hash in state 'staging' with its block of the seq counter and, unless this
+  call also publishes, its staging entry. K, a: enqueue-9's KEYS and ARGV by name.
   Returns the job's {app, priority, total, seq0, owner}, or nil and the reply refusing the
   call.
 ]]
 --- @include "job_fields"
+--- @include "job_terms"
 local function create_job(K, a, n, now)
   if redis.call('EXISTS', K.job) == 1 then
     return nil, { CODE.JOB_EXISTS, a.job_id }
@@ -14,6 +15,10 @@ local function create_job(K, a, n, now)
   if not f then
     return nil, bad_input(bad)
   end
+  local deadline_ms, budget, why = job_terms(cjson.decode(a.fields), now)
+  if not deadline_ms then
+    return nil, bad_input(why)
+  end
   if a.start ~= 0 then
     return nil, { CODE.BAD_STATE, 'the first chunk must start at task 0' }
   end
@@ -21,7 +26,8 @@ local function create_job(K, a, n, now)
     return nil, bad_input('job declares ' .. f.total .. ' tasks but ' .. n .. ' were sent')
   end
   local seq0 = redis.call('INCRBY', K.seq, f.total) - f.total
-  redis.call('HSET', K.job, 'id', a.job_id, 'app', f.app, 'params', f.params,
+  redis.call('HSET', K.job, 'id', a.job_id, 'app', f.app, 'deadline_ms', deadline_ms,
+    'budget', budget, 'params', f.params,
     'priority', int(f.priority), 'max_attempts', int(f.max_attempts), 'name', f.name,
     'created_ms', int(now), 'state', 'staging', 'total', int(f.total), 'staged', 0,
     'pending', 0, 'leased', 0, 'done', 0, 'failed', 0, 'cancelled', 0, 'seq0', int(seq0),
