@@ -267,6 +267,13 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                           "was live: failed")),
     "trusted": lambda f, who: (f"worker {who} earned trust after {f.get('agreements')} "
                                "verified results in a row"),
+    "deadline_behind": lambda f, who: (f"job {f.get('job')} falls behind its deadline: the "
+                                       "live pool cannot finish it in time; it runs as fast "
+                                       "as it can, dearer workers included"),
+    "budget_held": lambda f, who: (f"job {f.get('job')} held back from {who}: its tasks "
+                                   f"there would take its spend (${f.get('spent')}) past its "
+                                   f"budget (${f.get('budget')}); it waits for cheaper "
+                                   "capacity"),
     "worker_quarantined": lambda f, who: (f"worker {who} quarantined: {f.get('reason')}; "
                                           f"{f.get('refunded', 0)} tasks got their attempts "
                                           "back"),

@@ -26,13 +26,12 @@ local function create_job(K, a, n, now)
     return nil, bad_input('job declares ' .. f.total .. ' tasks but ' .. n .. ' were sent')
   end
   local seq0 = redis.call('INCRBY', K.seq, f.total) - f.total
-  redis.call('HSET', K.job, 'id', a.job_id, 'app', f.app, 'deadline_ms', deadline_ms,
-    'budget', budget, 'params', f.params,
+  redis.call('HSET', K.job, 'id', a.job_id, 'app', f.app, 'params', f.params,
     'priority', int(f.priority), 'max_attempts', int(f.max_attempts), 'name', f.name,
     'created_ms', int(now), 'state', 'staging', 'total', int(f.total), 'staged', 0,
     'pending', 0, 'leased', 0, 'done', 0, 'failed', 0, 'cancelled', 0, 'seq0', int(seq0),
     'timeout_s', f.timeout_s, 'requires', f.requires, 'owner', f.owner, 'model', f.model,
-    'retention_s', int(f.retention_s))
+    'retention_s', int(f.retention_s), 'deadline_ms', deadline_ms, 'budget', budget)
   if not a.publish then
     redis.call('ZADD', K.staging, now, a.job_id)
   end

@@ -1,7 +1,8 @@
 --[[ job_terms: a new job's terms from its fields f (job_fields' decoded JSON): deadline_ms
   (epoch ms, after `now` and at most MAX_DEADLINE_MS later) and budget (dollars,
-  0..MAX_BUDGET), each as the string create_job writes ('' for none: the field is always
-  there, so a claim's read finds it at once), or nil and what is wrong.
+  0..MAX_BUDGET), each as the string create_job writes ('' for none), or nil and what is
+  wrong. create_job writes them last: a field ahead of the others would lengthen every
+  read of those (a commit's among them).
 ]]
 --- @include "common"
 local function job_terms(f, now)
