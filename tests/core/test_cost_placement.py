@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from novatests.seed import set_speed
 
 from nova_queue import TaskSpec
+from nova_queue.keys import result_key
 from nova_queue.scripts import include_source
 
 GRANT = include_source("deadline_grant") + """
@@ -174,3 +175,13 @@ def test_no_backup_of_a_task_that_meets_its_deadline(nova):
     nova.redis.hset(nova.keys.job(lease.job_id), "deadline_ms", nova.server_time_ms() + 2000)
     [backup] = nova.claim("dear", "synthetic").leases  # now it would be late: a backup
     assert backup.backup and backup.task_id == lease.task_id
+
+
+def test_commits_charge_their_jobs_at_the_workers_price(nova):
+    priced(nova, "dear", 1.0, 36.0)
+    job = nova.enqueue("synthetic", [TaskSpec(f"t{i}") for i in range(3)])
+    leases = nova.claim("dear", "synthetic", k=3).leases
+    for lease, run_s in zip(leases, (1.0, 2.0, 0.5)):
+        key = result_key(lease.job_id, lease.index, lease.lease_gen, lease.attempt_id, "png")
+        nova.complete("dear", lease, key, run_s=run_s, warm=True)
+    assert nova.job(job, with_tasks=False).cost == pytest.approx(3.5 * 36.0 / 3600)
