@@ -277,6 +277,10 @@ class JobStatus:
     #: and of the runs committed so far (price x run time).
     spent: float = 0.0
     cost: float = 0.0
+    #: when a claim first found its deadline out of the live pool's reach, and first held
+    #: it back for its budget (Redis ms)
+    behind_ms: int | None = None
+    held_ms: int | None = None
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
@@ -297,6 +301,8 @@ class JobStatus:
             deadline_ms=int_field(h["deadline_ms"]) if h.get("deadline_ms") else None,
             budget=float_field(h.get("budget")), spent=float_field(h.get("spent")) or 0.0,
             cost=float_field(h.get("cost")) or 0.0,
+            behind_ms=int_field(h["behind_ms"]) if h.get("behind_ms") else None,
+            held_ms=int_field(h["held_ms"]) if h.get("held_ms") else None,
         )
 
     @property

@@ -24,7 +24,7 @@ from nova_queue.limits import MAX_RETENTION_S
 from nova_queue.models import JobStatus, TaskSpec
 from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
-from nova_queue.terms import parse_budget, parse_deadline
+from nova_queue.terms import money_text, parse_budget, parse_deadline
 
 
 # long: one decorator per option of the command (its body is 23 lines)
@@ -209,17 +209,26 @@ def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
     runners = client.who_can_run(st.app, st.requires, st.model)
     waiting = (no_worker_note(client, st.app, st.requires, st.model, runners)
                if not runners.eligible and not st.finished and st.pending else None)
+    terms = _terms(client, st, runners.eligible)
     if as_json:
-        click.echo(safe_json({**st.to_json(), "eligible_workers": len(runners.eligible),
+        click.echo(safe_json({**st.to_json(), **terms, "eligible_workers": len(runners.eligible),
                               "cannot_run": [b.to_json() for b in runners.blocked],
                               "waiting": waiting}))
         return
+    _show_status(st, terms, waiting, bool(runners.blocked))
+
+
+def _show_status(st: JobStatus, terms: dict[str, Any], waiting: str | None,
+                 blocked: bool) -> None:
+    """``status JOB`` as text: counts, terms, why it waits, every task."""
     click.echo(f"job {visible(st.job_id)}  app {visible(st.app)}  "
                f"state {visible(st.state)}  name '{visible(st.name)}'")
     click.echo(f"  {st.total} tasks: {st.pending} pending, {st.leased} running, {st.done} done, "
                f"{st.failed} failed, {st.cancelled} cancelled"
                + (f", {st.verifying} awaiting verification" if st.verifying else ""))
-    if waiting and runners.blocked:
+    if st.deadline_ms is not None or st.budget is not None or st.cost:
+        click.echo(f"  {terms_line(terms)}")
+    if waiting and blocked:
         click.echo(f"  waiting: {waiting}")
     elif waiting:
         click.echo(f"  warning: {waiting}; its tasks wait until one joins")
@@ -231,6 +240,32 @@ def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
         click.echo(f"  {t.index:>5}  {short(t.state, 9):9} {short(who, 20):20} "
                    f"{short(t.backend or '-', 7):7} {t.attempt_count:>3} {t.lease_gen:>3}  "
                    f"{short(error, 28):28} {short(t.input, 60)}")
+
+
+def _terms(client, st: JobStatus, eligible: list[str]) -> dict[str, Any]:
+    """The deadline against the live pool's prediction, and the money (forecast.py)."""
+    from nova_queue.forecast import job_forecast, pool_of, terms_json
+
+    now_ms = client.server_time_ms()
+    pool = pool_of(client.workers(include_gone=False), st.app, now_ms, eligible)
+    return terms_json(st, job_forecast(st, pool, now_ms))
+
+
+def terms_line(t: dict[str, Any]) -> str:
+    """``deadline 18:00:00 UTC: predicted 17:52:10 UTC, on time; cost so far $0.12, predicted
+    $0.40, budget $5.00; placement: ...``"""
+    def at(ms: int | None) -> str:
+        return "-" if ms is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+    parts = []
+    if t["deadline_ms"] is not None:
+        verdict = {True: "on time", False: "LATE", None: "no live worker"}[t["on_time"]]
+        parts.append(f"deadline {at(t['deadline_ms'])}: predicted finish "
+                     f"{at(t['predicted_finish_ms'])}, {verdict}")
+    money = f"cost so far {money_text(t['cost_so_far'])}, predicted {money_text(t['predicted_cost'])}"
+    if t["budget"] is not None:
+        money += f", budget {money_text(t['budget'])}"
+    return "; ".join([*parts, money, f"placement: {t['placement']}"])
 
 
 def _show_jobs(jobs: list[JobStatus], as_json: bool) -> None:

@@ -123,3 +123,26 @@ def test_the_script_refuses_terms_forged_past_the_client(nova):
                                                     "a", "1.0"])
         assert reply[0] == CODES["BAD_INPUT"] and needle in reply[1], reply
     assert not nova.redis.exists(k.job("forged"))
+
+
+# -- status: the deadline against the prediction, and the money -------------------------------
+
+def test_status_shows_the_deadline_prediction_and_cost(invoke, nova, tmp_path):
+    _priced_worker(nova, "cheap", 0.5)
+    nova.redis.hset(nova.keys.worker("cheap"), mapping={"ema:synthetic": 0.1, "n:synthetic": 3})
+    job = enqueue_ok(invoke, write(tmp_path, b"a\nb\nc\nd\n"), "--deadline", "1h",
+                     "--budget", "2")
+    st = status_json(invoke, job)
+    now = nova.server_time_ms()
+    # 4 tasks at 0.1 s per cost unit each on the one live worker, at $0.50 an hour
+    work_s = sum(t["cost"] for t in st["tasks"]) * 0.1
+    assert now < st["predicted_finish_ms"] <= now + 1000 and st["on_time"] is True
+    assert st["predicted_cost"] == pytest.approx(work_s * 0.5 / 3600, rel=1e-3)
+    assert (st["cost_so_far"], st["budget"]) == (0.0, 2.0)
+    assert "deadline" in st["placement"]
+    text = invoke("status", job).output
+    assert "predicted finish" in text and "on time" in text and "budget $2.00" in text
+    nova.redis.hset(nova.keys.worker("cheap"), "ema:synthetic", 100)  # 1 s a task now
+    late = enqueue_ok(invoke, write(tmp_path, b"a\n" * 50), "--deadline", "2s")
+    st = status_json(invoke, late)
+    assert st["on_time"] is False and "LATE" in invoke("status", late).output

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from novatests.seed import set_speed
 from novatests.web import WEB_TOKEN, StandInWorker, csrf_of, unsafe_markup
+
+from nova_queue import TaskSpec
 
 
 def test_the_workers_page_shows_each_price(client, nova, store):
@@ -42,3 +45,19 @@ def test_the_form_refuses_bad_terms_and_enqueues_nothing(client, nova, fields, n
     assert resp.status_code == 400 and needle in html, html[:2000]
     assert unsafe_markup(html) == []
     assert nova.redis.keys(f"{nova.prefix}job:*") == []
+
+
+def test_the_job_page_shows_the_deadline_the_cost_and_who_ran_it(client, nova, store):
+    dear = StandInWorker(nova, store, "dear", name="rented-h100", price=3600.0)
+    set_speed(nova, "dear", "synthetic", 1.0)
+    job = nova.enqueue("synthetic", [TaskSpec(f"<i>p{i}</i>") for i in range(3)],
+                       deadline="1h", budget=50)
+    for lease in dear.claim(k=2):
+        dear.finish(lease, run_s=0.01)  # 10 cents of a dollar a second
+    page = client.get(f"/jobs/{job}").get_data(as_text=True)
+    assert "deadline in" in page and "on time" in page
+    assert "cost so far $0.02," in page and "of a $50.00 budget" in page
+    assert "rented-h100 (2 at $3600.00/h)" in page
+    assert unsafe_markup(page) == []
+    plain = nova.enqueue("synthetic", [TaskSpec("x")])
+    assert "cost so far" not in client.get(f"/jobs/{plain}").get_data(as_text=True)
