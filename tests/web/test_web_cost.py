@@ -61,3 +61,16 @@ def test_the_job_page_shows_the_deadline_the_cost_and_who_ran_it(client, nova, s
     assert unsafe_markup(page) == []
     plain = nova.enqueue("synthetic", [TaskSpec("x")])
     assert "cost so far" not in client.get(f"/jobs/{plain}").get_data(as_text=True)
+
+
+def test_metrics_export_the_deadline_slack_and_the_workers_needed(client, nova):
+    nova.register_worker("dear", {"name": "dear", "price": 4.0, "backend": "cuda"}, ["synthetic"])
+    set_speed(nova, "dear", "synthetic", 10.0)
+    # 40 tasks of 10 s, due in 205 s: it does 19 (194.75 s in hand), two more do the rest
+    nova.enqueue("synthetic", [TaskSpec(f"t{i}") for i in range(40)], deadline="205s")
+    nova.enqueue("synthetic", [TaskSpec("easy")], deadline="1h")
+    text = client.get("/metrics").get_data(as_text=True)
+    slack = [line for line in text.splitlines()
+             if line.startswith('novaqueue_deadline_slack_seconds{app="synthetic"}')]
+    assert len(slack) == 1 and float(slack[0].split()[-1]) < 0  # the least slack: late
+    assert 'novaqueue_workers_needed{app="synthetic",class="cuda/10s/$4h"} 2.0' in text
