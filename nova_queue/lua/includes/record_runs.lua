@@ -24,7 +24,9 @@ local function record_runs(ctx, K, app, runs, now)
       seconds[job_id] = (seconds[job_id] or 0) + math.min(math.max(r.run_s, 0), MAX_RUN_S)
     end
     for job_id, s in pairs(seconds) do
-      redis.call('HINCRBYFLOAT', ctx.prefix .. 'job:' .. job_id, 'cost', num(price * s / 3600))
+      local job_key = ctx.prefix .. 'job:' .. job_id -- no HINCRBYFLOAT in the worker's ACL
+      local cost = num_in(redis.call('HGET', job_key, 'cost'), 0, 1e15) or 0
+      redis.call('HSET', job_key, 'cost', num(cost + price * s / 3600))
     end
   end
   local update = { 'tasks_done', (tonumber(tasks_done) or 0) + #runs, 'done:' .. app,

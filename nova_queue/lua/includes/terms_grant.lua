@@ -65,7 +65,9 @@ local function terms_grant(ctx, K, a, t_w, measured, s, R, now, me)
     for m = 1, grant do
       C = C + costs[m]
     end
-    redis.call('HINCRBYFLOAT', job_key, 'spent', num(price * t_w * C / 3600))
+    local spent = num_in(redis.call('HGET', job_key, 'spent'), 0, 1e15) or 0 -- HGET and HSET:
+    redis.call('HSET', job_key, 'spent', num(spent + price * t_w * C / 3600)) -- the worker's
+    -- ACL role has no HINCRBYFLOAT (docs/SECURITY.md)
   end
   return grant, grant == 0 and (hint or WAIT_MS.MAX) or nil
 end
