@@ -72,3 +72,23 @@ def static_split_makespan(starts_s: Sequence[float],
     """Makespan when worker i runs exactly the tasks ``task_times_s[i]`` back to back."""
     return max((max(c, 0.0) + sum(times) for c, times in zip(starts_s, task_times_s) if times),
                default=0.0)
+
+
+def least_cost(starts_s: Sequence[float], per_task_s: Sequence[float],
+               prices_per_h: Sequence[float], n_tasks: int, deadline_s: float) -> float:
+    """The least cost (dollars) of finishing ``n_tasks`` identical tasks by ``deadline_s``:
+    worker i (ready at ``c_i``, ``t_i`` per task, ``p_i`` dollars per hour) can finish
+    cap_i = floor((D - c_i)+ / t_i) of them, each costing p_i * t_i / 3600. Minimising
+    sum n_i * cost_i subject to sum n_i = N, 0 <= n_i <= cap_i is a knapsack of unit items,
+    which the greedy fill (the cheapest per task first, each up to its cap) solves exactly.
+    ``inf`` when the caps add up to fewer than N."""
+    left, total = n_tasks, 0.0
+    order = sorted(range(len(per_task_s)), key=lambda i: (prices_per_h[i] * per_task_s[i],
+                                                          per_task_s[i]))
+    for i in order:
+        c, t = max(starts_s[i], 0.0), per_task_s[i]
+        if left <= 0 or not (math.isfinite(c) and math.isfinite(t) and t > 0):
+            continue
+        k = min(left, math.floor(max(deadline_s - c, 0.0) / t + EPS_S))
+        total, left = total + k * t * prices_per_h[i] / 3600, left - k
+    return math.inf if left > 0 else total

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import cost as cost_bench
 import gateway as gateway_bench
 import latency
 import report_gray
@@ -72,12 +73,10 @@ def _other_targets(res: dict[str, Any], add: Any) -> None:
     p = res.get("placement")
     for name, measured, met in report_placement.targets(p):
         add(name, p, measured, met)
-    for name, measured, met in gateway_bench.targets(res.get("gateway")):
-        add(name, res.get("gateway"), measured, met)
-    for name, measured, met in latency.targets(res.get("latency")):
-        add(name, res.get("latency"), measured, met)
-    for name, measured, met in verify_bench.targets(res.get("verify")):
-        add(name, res.get("verify"), measured, met)
+    for key, section_targets in (("gateway", gateway_bench.targets), ("latency", latency.targets),
+                                 ("verify", verify_bench.targets), ("cost", cost_bench.targets)):
+        for name, measured, met in section_targets(res.get(key)):
+            add(name, res.get(key), measured, met)
     k = res.get("soak")
     add("soak: Redis memory grows ≤ 5 % after warm-up", k,
         k and (f"{k['memory_growth_after_warmup_pct']:+.1f} % (keys "

@@ -23,10 +23,10 @@ if str(HERE) not in sys.path:  # sibling modules, also when imported from elsewh
     sys.path.insert(0, str(HERE))
 
 SECTIONS = ("scheduling", "throughput", "latency", "scale", "recovery", "placement", "gateway",
-            "verify", "soak")
+            "verify", "cost", "soak")
 #: Sections with a kept block of their own in BENCHMARKS.md (``--only S --docs`` writes it alone).
 #: (The throughput section's real-worker figures also write a block of their own.)
-BLOCKS = ("latency", "placement", "gateway", "verify", "soak")
+BLOCKS = ("latency", "placement", "gateway", "verify", "cost", "soak")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,6 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the chosen sections on a private redis-server; returns the results."""
+    import cost
     import gateway
     import gray
     import latency
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if "scale" in sections:
             results["scale"] = scale.run_section(server, quick=args.quick, repeats=args.repeats)
         for name, module in (("placement", placement), ("recovery", recovery),
-                             ("gateway", gateway), ("verify", verify)):
+                             ("gateway", gateway), ("verify", verify), ("cost", cost)):
             if name in sections:  # these run as (server, folder, quick=, repeats=)
                 results[name] = module.run_section(server, folder, quick=args.quick,
                                                    repeats=args.repeats)
@@ -161,7 +162,7 @@ def write_docs(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 def _write_blocks(results: dict[str, Any], docs: Path) -> None:
     """The sections with a block of their own in BENCHMARKS.md (real workers, latency,
-    placement, the gateway, verification, the soak), each kept when a later run has none."""
+    placement, the gateway, verification, cost under deadlines, the soak), each kept when a later run has none."""
     if "worker" in results.get("throughput", {}):
         import report_throughput
 
@@ -182,6 +183,10 @@ def _write_blocks(results: dict[str, Any], docs: Path) -> None:
         import verify
 
         verify.write_doc(results["verify"], docs)
+    if "cost" in results:
+        import cost
+
+        cost.write_doc(results["cost"], docs)
     if "soak" in results:
         import soak
 

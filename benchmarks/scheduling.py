@@ -196,8 +196,9 @@ def _wait_warm(server: RedisServer, go_key: str, cfg: SchedConfig) -> None:
     r.close()
 
 
-def _all_events(client: NovaClient) -> list[Any]:
-    out, after = [], "0-0"
+def _all_events(client: NovaClient, after: str = "0-0") -> list[Any]:
+    """The namespace's events after ``after`` (a stream id), oldest first."""
+    out = []
     while batch := client.events(after, count=5000):
         out += batch
         after = batch[-1].id

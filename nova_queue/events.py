@@ -107,6 +107,12 @@ EVENT_TYPES: dict[str, EventType] = {t.name: t for t in (
               "``failed`` counts the rest), failed (not one task done) or cancelled, with "
               "the counts"),
     EventType("job_cancelled", ("job",), "a job was cancelled: none of its tasks runs again"),
+    EventType("deadline_behind", ("job", "worker", "deadline_ms"),
+              "a claim found that the live pool cannot finish a job by its deadline: it runs "
+              "as fast as it can, on any worker (once per job)"),
+    EventType("budget_held", ("job", "worker", "budget", "spent"),
+              "a claim held a job's tasks back from a priced worker: they would take its "
+              "predicted spend past its budget; it waits for cheaper capacity (once per job)"),
     EventType("worker_joined", ("worker", "name", "backend", "host", "apps", "rejoined"),
               "a worker registered (``rejoined`` 1 if its id was known); ``apps`` comma list"),
     EventType("worker_left", _REMOVED,

@@ -28,6 +28,7 @@ from nova_queue.placement import (
     requirement_text,
     requirements_json,
 )
+from nova_queue.terms import parse_budget
 
 #: An owner (fair share) or a model key: short, printable, no separators that matter.
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:@+/-]{1,128}\Z")
@@ -37,8 +38,11 @@ def job_fields(app: str, tasks: Sequence[TaskSpec], job_id: str, *,
                params: Mapping[str, Any] | None, priority: int, max_attempts: int, name: str,
                timeout_s: float | None = None,
                requires: Sequence[str | Requirement] = (), owner: str = "",
-               model: str = "", retention_s: int = 604800) -> dict[str, Any]:
-    """The job fields enqueue-9 takes (lua/includes/job_fields.lua checks them again)."""
+               model: str = "", retention_s: int = 604800, deadline_ms: int | None = None,
+               budget: float | None = None) -> dict[str, Any]:
+    """The job fields enqueue-9 takes (lua/includes/job_fields.lua checks them again).
+    ``deadline_ms`` (epoch ms, Redis time) and ``budget`` (dollars): the job's terms
+    (:mod:`nova_queue.terms` parses them)."""
     check_job(app, tasks, job_id, priority, max_attempts, retention_s)
     fields: dict[str, Any] = {
         "app": app, "params": json.dumps(dict(params or {}), sort_keys=True),
@@ -50,6 +54,12 @@ def job_fields(app: str, tasks: Sequence[TaskSpec], job_id: str, *,
             raise errors.InputError(f"timeout must be a number of seconds from 0.001 to "
                                     f"{MAX_RUN_S}, not {timeout_s!r}")
         fields["timeout_s"] = float(timeout_s)
+    if deadline_ms is not None:
+        if not isinstance(deadline_ms, int) or isinstance(deadline_ms, bool) or deadline_ms <= 0:
+            raise errors.InputError(f"deadline must be a time in epoch ms, not {deadline_ms!r}")
+        fields["deadline_ms"] = deadline_ms
+    if budget is not None:
+        fields["budget"] = parse_budget(budget, "budget")
     reqs = check_requirements(requires)
     if reqs:
         fields["requires"] = json.dumps(requirements_json(reqs))

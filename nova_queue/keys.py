@@ -73,7 +73,11 @@ Fields and members:
   ``[key, op, values]``, :mod:`nova_queue.placement`) ``owner`` ``model`` (what its tasks
   need warm) ``retention_s`` (how long it stays once finished) ``purge_next`` (the lowest
   task index not yet deleted, while it expires) ``verifying`` (tasks whose result awaits
-  verification).
+  verification); its terms (:mod:`nova_queue.terms`, written at enqueue, '' for none)
+  ``deadline_ms`` (epoch ms) ``budget`` (dollars), and what it cost: ``spent`` (dollars
+  predicted at each claim by a priced worker: what a budget caps) ``cost`` (dollars of its
+  committed runs) ``behind_ms`` (when a claim first found its deadline out of the live
+  pool's reach) ``held_ms`` (when a claim first held it back for its budget).
 - ``task:<job>:<index>``: written at enqueue ``state`` (pending | leased | verifying | done |
   failed | cancelled) ``input cost``; at claim ``lease_gen attempt_id attempt_count worker
   worker_name backend host deadline_ms claimed_ms predicted_s run_deadline_ms``; a backup
@@ -150,7 +154,8 @@ Fields and members:
   earned: its results are sampled for verification, its identity's ``trust:`` record)
   ``verifier`` (1: it re-runs others' results to verify them) ``verifies`` (verifications it
   holds: its commits look for candidates while it holds one) ``owner`` (a gateway token's
-  owner; none: its identity is its owner).
+  owner; none: its identity is its owner) ``price`` (dollars per hour of
+  its time: ``worker --cost-per-hour``, a gateway worker's token's; :mod:`nova_queue.terms`).
 - ``idents``: identity -> its latest worker id. A worker id is ``<identity>.<instance>``
   (:func:`ident_of`): a gateway worker's identity is its token's name, a direct worker's its
   node and name (``workers/node.py``). A new worker id of an identity takes over the previous
@@ -190,7 +195,8 @@ Fields and members:
   ``token:<digest>``: ``name apps`` (comma list; empty: any) ``labels`` (JSON object the
   worker's labels are pinned to) ``created_ms last_used_ms`` ``worker`` (the worker id the
   gateway gave the token's current process) ``registered`` (the apps that process
-  registered). The token itself is never stored (``nova_queue/tokens.py``).
+  registered) ``trust`` ``cost_per_hour`` (its worker's price, dollars per hour). The token
+  itself is never stored (``nova_queue/tokens.py``).
 - ``gw:rate:<digest>:<window>``: the token's requests in one fixed rate-limit window
   (``<window>``: Redis seconds // the window length), TTL: twice the window.
 """

@@ -55,3 +55,8 @@ MAX_RETENTION_S = 315_360_000
 DEFAULT_RETENTION_S = 604_800
 #: Ids of expired jobs remembered, so readers can say "expired" rather than "unknown".
 MAX_TOMBSTONES = 100_000
+#: A worker's price (dollars per hour), a job's budget (dollars) and how far ahead its
+#: deadline may lie (ms: 365 days); nova_queue/terms.py parses them.
+MAX_PRICE = 1_000_000
+MAX_BUDGET = 1_000_000_000
+MAX_DEADLINE_MS = 31_536_000_000

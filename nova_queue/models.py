@@ -269,6 +269,18 @@ class JobStatus:
     model: str = ""
     #: Tasks whose result awaits verification (not counted done until it stands).
     verifying: int = 0
+    #: Its terms (``enqueue --deadline``, ``--budget``; nova_queue/terms.py): when it should
+    #: be done (epoch ms, Redis time) and what it may spend (dollars); None: no such term.
+    deadline_ms: int | None = None
+    budget: float | None = None
+    #: Dollars: predicted at each claim (price x predicted run time: what a budget caps),
+    #: and of the runs committed so far (price x run time).
+    spent: float = 0.0
+    cost: float = 0.0
+    #: when a claim first found its deadline out of the live pool's reach, and first held
+    #: it back for its budget (Redis ms)
+    behind_ms: int | None = None
+    held_ms: int | None = None
 
     @classmethod
     def from_hash(cls, h: dict[str, str], tasks: list[TaskInfo]) -> JobStatus:
@@ -286,6 +298,11 @@ class JobStatus:
             requires=tuple(requirements_from_json(_json_list(h.get("requires")))),
             owner=h.get("owner", ""), model=h.get("model", ""),
             verifying=int_field(h.get("verifying")),
+            deadline_ms=int_field(h["deadline_ms"]) if h.get("deadline_ms") else None,
+            budget=float_field(h.get("budget")), spent=float_field(h.get("spent")) or 0.0,
+            cost=float_field(h.get("cost")) or 0.0,
+            behind_ms=int_field(h["behind_ms"]) if h.get("behind_ms") else None,
+            held_ms=int_field(h["held_ms"]) if h.get("held_ms") else None,
         )
 
     @property
@@ -307,7 +324,8 @@ class JobStatus:
             "leased": self.leased, "done": self.done, "failed": self.failed,
             "cancelled": self.cancelled, "timeout_s": self.timeout_s,
             "requires": [requirement_text(r) for r in self.requires], "owner": self.owner,
-            "model": self.model, "verifying": self.verifying,
+            "model": self.model, "verifying": self.verifying, "deadline_ms": self.deadline_ms,
+            "budget": self.budget, "cost_so_far": self.cost, "spent_predicted": self.spent,
         }
         if with_tasks:
             out["tasks"] = [t.to_json() for t in self.tasks]

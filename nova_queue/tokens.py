@@ -25,6 +25,7 @@ from nova_queue.errors import InputError
 from nova_queue.jobspec import NAME_RE
 from nova_queue.keys import APP_NAME_RE, WORKER_ID_RE
 from nova_queue.settings import TRUST_LEVELS
+from nova_queue.terms import parse_price, price_field
 
 #: Token names: part of the worker ids the gateway gives (``<name>.<12 hex>``).
 TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
@@ -57,6 +58,8 @@ class TokenRecord:
     #: who runs the token's machine (the operator says; default the token's name): a worker
     #: that is not trusted never verifies a result of a worker of the same owner
     owner: str = ""
+    #: what an hour of its worker costs (dollars), set by the operator: the worker's ``price``
+    cost_per_hour: float = 0.0
 
     @classmethod
     def from_hash(cls, token_digest: str, h: Mapping[str, str]) -> TokenRecord:
@@ -70,7 +73,8 @@ class TokenRecord:
             worker=h.get("worker", ""),
             registered=tuple(a for a in h.get("registered", "").split(",") if a),
             trust="trusted" if h.get("trust") == "trusted" else "new",
-            owner=h.get("owner") or h.get("name", ""))
+            owner=h.get("owner") or h.get("name", ""),
+            cost_per_hour=price_field(h.get("cost_per_hour")))
 
     def allows_app(self, app: str) -> bool:
         """Whether the token lets its worker serve ``app``."""
@@ -81,7 +85,8 @@ class TokenRecord:
         but there is no reason to show it)."""
         return {"name": self.name, "apps": list(self.apps), "labels": dict(self.labels),
                 "created_ms": self.created_ms, "last_used_ms": self.last_used_ms,
-                "worker": self.worker or None, "trust": self.trust, "owner": self.owner}
+                "worker": self.worker or None, "trust": self.trust, "owner": self.owner,
+                "cost_per_hour": self.cost_per_hour}
 
 
 def check_name(name: str) -> str:
@@ -104,12 +109,13 @@ def _check_apps(apps: Iterable[str]) -> list[str]:
 
 def create(client, name: str, *, apps: Iterable[str] = (),
            labels: Mapping[str, str] | None = None, trust: str = "new",
-           owner: str | None = None) -> str:
+           owner: str | None = None, cost_per_hour: float = 0.0) -> str:
     """Create token ``name`` (``client``: a NovaClient) and return the token, the only time
     it is seen. ``trust``: ``new`` (its workers' results are verified until they earn trust)
     or ``trusted``; ``owner``: who runs its machine (default ``name``: give the tokens of
-    one person's machines one owner, so that they never verify each other).
-    InputError if the name is taken (revoke it first)."""
+    one person's machines one owner, so that they never verify each other);
+    ``cost_per_hour``: its worker's price in dollars. InputError if the name is taken
+    (revoke it first)."""
     check_name(name)
     if trust not in TRUST_LEVELS:
         raise InputError(f"trust must be one of {', '.join(TRUST_LEVELS)}, not {trust!r}")
@@ -117,6 +123,7 @@ def create(client, name: str, *, apps: Iterable[str] = (),
     if not isinstance(owner, str) or not NAME_RE.match(owner):
         raise InputError(f"invalid owner {owner!r}: use 1 to 128 of A-Z a-z 0-9 _ . : @ + / -")
     app_list = _check_apps(apps)
+    price = parse_price(cost_per_hour)
     token = secrets.token_urlsafe(32)
     token_digest = digest(token)
     keys = client.keys
@@ -126,7 +133,8 @@ def create(client, name: str, *, apps: Iterable[str] = (),
     client.redis.hset(keys.token(token_digest), mapping={
         "name": name, "apps": ",".join(app_list),
         "labels": json.dumps(dict(labels or {}), sort_keys=True),
-        "created_ms": client.server_time_ms(), "trust": trust, "owner": owner})
+        "created_ms": client.server_time_ms(), "trust": trust, "owner": owner,
+        "cost_per_hour": repr(price)})
     return token
 
 

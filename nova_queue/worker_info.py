@@ -10,6 +10,7 @@ from nova_queue.cannot_run import CannotRun, live_marks
 from nova_queue.keys import ident_of
 from nova_queue.models import float_field, int_field, object_field
 from nova_queue.placement import labels_from_json
+from nova_queue.terms import price_field
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +72,9 @@ class WorkerInfo:
     #: not earned by verified results (docs/SECURITY.md)
     trust: str = "trusted"
     vouched: bool = True
+    #: dollars per hour of its time (``worker --cost-per-hour``, a token's for a gateway
+    #: worker); 0 when it named none
+    cost_per_hour: float = 0.0
     #: its identity's verified results and mismatches (``trust:<ident>``)
     verified: int = 0
     mismatches: int = 0
@@ -118,7 +122,8 @@ class WorkerInfo:
             trust="new" if h.get("trust") == "new" else "trusted",
             vouched=not h.get("trust"),
             verified=int_field(record.get("verified")),
-            mismatches=int_field(record.get("mismatches")), owner=h.get("owner", ""))
+            mismatches=int_field(record.get("mismatches")), owner=h.get("owner", ""),
+            cost_per_hour=price_field(h.get("price")))
 
     def to_json(self) -> dict[str, Any]:
         """The ``workers --json`` / ``/api/workers`` shape (first app's speeds flattened)."""
@@ -142,4 +147,5 @@ class WorkerInfo:
             "cannot_run": [m.to_json() for m in self.cannot_run],
             "trust": self.trust, "vouched": self.vouched, "verified": self.verified,
             "mismatches": self.mismatches, "owner": self.owner or None,
+            "cost_per_hour": self.cost_per_hour,
         }

@@ -28,6 +28,7 @@ from nova_queue.web.present import (
     task_view,
     waiting_text,
 )
+from nova_queue.web.terms import USED_SCAN, terms_view, used_text
 
 #: Events in a snapshot's timeline.
 EVENTS_SHOWN = 200
@@ -96,6 +97,8 @@ class JobFeed:
         view = job_summary(job, self.client.server_time_ms())
         runners = self.client.who_can_run(job.app, job.requires, job.model)
         waiting = not job.finished and job.pending + job.leased > 0
+        view.update(terms_view(job, self.client.workers(include_gone=False),
+                               runners.eligible, self.client.server_time_ms()))
         view["eligible_workers"] = len(runners.eligible)
         view["cannot_run"] = [b.to_json() for b in runners.blocked]
         view["workers_text"] = ""
@@ -113,7 +116,10 @@ class JobFeed:
         job = self.client.job(self.job_id, with_tasks=False)
         self.stop = min(self.stop, job.total)
         events = self.client.recent_events(EVENTS_SHOWN, job_id=self.job_id)
-        return {"type": "snapshot", "last_id": last_id, "job": self._job(job),
+        view = self._job(job)
+        view["used_text"] = used_text(self.client.tasks(self.job_id, 0, min(job.total, USED_SCAN)),
+                                      {w.worker_id: w for w in self.client.workers()})
+        return {"type": "snapshot", "last_id": last_id, "job": view,
                 "window": [self.start, self.stop], "tasks": self._tasks(self.start, self.stop),
                 "events": event_views(self.client, events)}
 

@@ -1,8 +1,8 @@
 """``/metrics`` for Prometheus: a collector that reads Redis at scrape time.
 
 Names are prefixed ``novaqueue_`` and use base units (seconds, bytes). Labels are bounded:
-``app``, ``state``, ``backend``, and per live worker ``worker`` (its id), ``name`` and
-``backend``; job ids never become labels. Per-worker series cover live workers only, so
+``app``, ``state``, ``backend``, ``class`` (a live worker's backend/speed/price), and per
+live worker ``worker`` (its id), ``name`` and ``backend``; job ids never become labels. Per-worker series cover live workers only, so
 departed workers do not pile up. ``novaqueue_up`` is 0 when Redis cannot be read.
 """
 
@@ -18,6 +18,8 @@ from flask import Blueprint, Flask, Response, current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from nova_queue.capacity import needed_by_class
+from nova_queue.capacity import plan as capacity_plan
 from nova_queue.client import NovaClient
 
 log = logging.getLogger(__name__)
@@ -83,7 +85,30 @@ class NovaCollector:
         for state in ("queued", "running", "done", "failed", "cancelled"):
             jobs.add_metric([state], by_state.get(state, 0))
         yield jobs
+        yield from self._deadlines()
         yield from self._workers()
+
+    def _deadlines(self) -> Iterator[Metric]:
+        """What autoscalers scale on (nova_queue/capacity.py): per app, the least slack of
+        its jobs with a deadline (deadline minus the live pool's predicted finish; negative:
+        late), and per observed class of worker (backend/speed/price) how many more of it
+        the most demanding of those jobs needs."""
+        slack = GaugeMetricFamily(
+            "novaqueue_deadline_slack_seconds", "Least slack of an app's jobs with a deadline: "
+            "deadline minus the predicted finish with the live pool (negative: late).",
+            labels=["app"])
+        needed = GaugeMetricFamily(
+            "novaqueue_workers_needed", "More workers of a class (backend/speed/price) that "
+            "would let the app's most demanding deadline job finish in time (0: none needed).",
+            labels=["app", "class"])
+        for app, p in capacity_plan(self.client)["apps"].items():
+            slacks = [r["slack_s"] for r in p["jobs"] if r["slack_s"] is not None]
+            if slacks:
+                slack.add_metric([app], min(slacks))
+            if p["jobs"]:
+                for cls, n in sorted(needed_by_class(p).items()):
+                    needed.add_metric([app, cls], n)
+        yield from (slack, needed)
 
     def _workers(self) -> Iterator[Metric]:
         workers = self.client.workers()

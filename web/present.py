@@ -13,6 +13,7 @@ from typing import Any
 from nova_queue.cannot_run import Blocked, CannotRun, blocked_text
 from nova_queue.models import Event, JobStatus, TaskInfo
 from nova_queue.stores import own_result_ext
+from nova_queue.terms import money_text
 from nova_queue.web.text import BACKEND_LABELS, backend_label, fmt_age, fmt_bytes, fmt_seconds
 from nova_queue.worker_info import WorkerInfo
 
@@ -267,6 +268,13 @@ EVENT_TEXTS: dict[str, Callable[[Fields, str], str]] = {
                                           "was live: failed")),
     "trusted": lambda f, who: (f"worker {who} earned trust after {f.get('agreements')} "
                                "verified results in a row"),
+    "deadline_behind": lambda f, who: (f"job {f.get('job')} falls behind its deadline: the "
+                                       "live pool cannot finish it in time; it runs as fast "
+                                       "as it can, dearer workers included"),
+    "budget_held": lambda f, who: (f"job {f.get('job')} held back from {who}: its tasks "
+                                   f"there would take its spend (${f.get('spent')}) past its "
+                                   f"budget (${f.get('budget')}); it waits for cheaper "
+                                   "capacity"),
     "worker_quarantined": lambda f, who: (f"worker {who} quarantined: {f.get('reason')}; "
                                           f"{f.get('refunded', 0)} tasks got their attempts "
                                           "back"),
@@ -329,6 +337,7 @@ def worker_view(w: WorkerInfo, now_ms: int) -> dict[str, Any]:
                             if w.quarantined else ""),
         "cannot_run_texts": [cannot_run_text(m, now_ms) for m in w.cannot_run],
         "trust_text": trust_text(w),
+        "price_text": f"{money_text(w.cost_per_hour)} / hour" if w.cost_per_hour else "free ($0)",
     }
 
 
@@ -386,3 +395,4 @@ def _float(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+

@@ -9,6 +9,7 @@ line, and nothing is enqueued.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 import re
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from nova_queue.errors import InputError
 from nova_queue.limits import MAX_RUN_S
 from nova_queue.placement import parse_requirements
 from nova_queue.prompts import parse_prompts
+from nova_queue.terms import parse_budget, parse_deadline
 
 _PARAM_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 TEXT_SOURCE = "prompts box"
@@ -41,6 +43,9 @@ class SubmitForm:
     timeout: str = ""
     #: requirements on the workers' labels, one per line (``backend=cuda,rocm``)
     requires: str = ""
+    #: the job's terms (nova_queue/terms.py): when it should be done, what it may spend
+    deadline: str = ""
+    budget: str = ""
 
     @classmethod
     def from_form(cls, form: Mapping[str, str]) -> SubmitForm:
@@ -48,7 +53,8 @@ class SubmitForm:
                    params=form.get("params", ""), name=form.get("name", "").strip(),
                    priority=form.get("priority", "0").strip() or "0",
                    timeout=form.get("timeout", "").strip(),
-                   requires=form.get("requires", ""))
+                   requires=form.get("requires", ""),
+                   deadline=form.get("deadline", "").strip(), budget=form.get("budget", "").strip())
 
 
 def parse_param_lines(text: str, source: str = PARAMS_SOURCE) -> dict[str, str]:
@@ -89,6 +95,10 @@ def submit(client: NovaClient, form: SubmitForm, upload: FileStorage | None) -> 
     except ValueError:
         raise InputError("priority must be an integer from -1000 to 1000") from None
     timeout_s = parse_timeout(form.timeout)
+    budget = parse_budget(form.budget, "budget") if form.budget else None
+    deadline = (datetime.datetime.fromtimestamp(
+        parse_deadline(form.deadline, client.server_time_ms(), "deadline") / 1000,
+        datetime.timezone.utc) if form.deadline else None)
     prompts = read_prompts(form, upload)
     app = load_app(form.app)
     params = app.parse_params(parse_param_lines(form.params))
@@ -96,7 +106,8 @@ def submit(client: NovaClient, form: SubmitForm, upload: FileStorage | None) -> 
     requires = parse_requirement_lines(form.requires)
     return client.enqueue(form.app, tasks, params=params, priority=priority, name=form.name,
                           timeout_s=timeout_s, requires=requires,
-                          owner=client.settings.web_owner, model=app.model_key(params))
+                          owner=client.settings.web_owner, model=app.model_key(params),
+                          deadline=deadline, budget=budget)
 
 
 def parse_requirement_lines(text: str) -> list:

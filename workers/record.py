@@ -68,9 +68,9 @@ def worker_labels(info: BackendInfo, apps: Mapping[str, str],
 
 def registry_fields(info: BackendInfo, node: Node, name: str, apps: Mapping[str, Any],
                     benchmarks: Mapping[str, Any], *, slowdown: float, gflops: float | None,
-                    labels: Mapping[str, str]) -> dict[str, Any]:
-    """The worker's registry record (register-4's fields): identity, device, capability
-    with the startup benchmarks, and labels."""
+                    labels: Mapping[str, str], price: float = 0.0) -> dict[str, Any]:
+    """The worker's registry record (register-6's fields): identity, device, capability
+    with the startup benchmarks, labels and price (dollars per hour)."""
     cap = capability(info, node, list(apps), gflops=gflops)
     cap.update(slowdown=slowdown, nova_queue=__version__,
                benchmarks={a: dataclasses.asdict(b) for a, b in benchmarks.items()})
@@ -81,6 +81,7 @@ def registry_fields(info: BackendInfo, node: Node, name: str, apps: Mapping[str,
         "device": info.device_name, "memory_total": info.memory_total,
         "memory_free": info.memory_free, "gflops": gflops, "slowdown": slowdown,
         "capability": _json(cap), "labels": _json(worker_labels(info, versions, labels)),
+        "price": price,
     }
 
 

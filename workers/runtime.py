@@ -75,6 +75,8 @@ class WorkerOptions:
     device_score_s: float = 0.3
     #: task slots for apps that declare it safe (``--concurrency``, workers/slots.py)
     concurrency: int = 1
+    #: dollars per hour of this worker (``--cost-per-hour``; registered as ``price``)
+    cost_per_hour: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +191,7 @@ class Worker:
         assert self.info is not None
         return registry_fields(self.info, node, self.name, self.apps, self.benchmarks,
                                slowdown=self.options.slowdown, gflops=gflops,
-                               labels=self.options.labels)
+                               labels=self.options.labels, price=self.options.cost_per_hour)
 
     def register(self) -> None:
         """Join (or re-join) the fleet with the capability record and benchmark."""

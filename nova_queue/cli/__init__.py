@@ -20,6 +20,7 @@ from nova_queue.cli.jobs import cancel, enqueue, load_scripts, status, workers
 from nova_queue.cli.model import make_model
 from nova_queue.cli.ops import doctor, purge
 from nova_queue.cli.owners import owners
+from nova_queue.cli.plan import plan
 from nova_queue.cli.post import post_worker
 from nova_queue.cli.quarantine import quarantine
 from nova_queue.cli.results import results
@@ -29,7 +30,7 @@ from nova_queue.cli.web import web
 
 for _command in (enqueue, status, workers, results, cancel, worker, web, post_worker, demo,
                  make_model, load_scripts, quarantine, purge, doctor, owners, gateway, tokens,
-                 setup_torch):
+                 setup_torch, plan):
     cli.add_command(_command)
 
 

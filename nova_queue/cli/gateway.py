@@ -13,6 +13,7 @@ from nova_queue.cli.base import Context, fail, handle_errors, pass_ctx, shared_o
 from nova_queue.cli.text import safe_json, visible
 from nova_queue.errors import InputError
 from nova_queue.placement import parse_labels
+from nova_queue.terms import parse_price
 
 _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
                          "prometheus_client")
@@ -35,6 +36,10 @@ _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
               help="create: who runs the machine (1 to 128 of A-Z a-z 0-9 _ . : @ + / -): a "
                    "worker that is not trusted never verifies a result of the same owner's "
                    "workers, so give one person's tokens one owner.  [default: NAME]")
+@click.option("--cost-per-hour", "cost_per_hour", default="0", show_default=True,
+              metavar="DOLLARS",
+              help="create: what an hour of the token's worker costs, in dollars (the "
+                   "worker cannot set its own).")
 @click.option("--json", "as_json", is_flag=True, help="list: one JSON array.")
 @click.option("--gateway", "gateway_url", metavar="URL", envvar="NOVA_GATEWAY_URL",
               help="create: the gateway's public URL (https://HOST): the commands that join "
@@ -43,7 +48,8 @@ _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
 @pass_ctx
 @handle_errors
 def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
-           labels: tuple[str, ...], trust: str, owner: str | None, as_json: bool,
+           labels: tuple[str, ...], trust: str, owner: str | None, cost_per_hour: str,
+           as_json: bool,
            gateway_url: str | None) -> None:
     """Gateway worker tokens: 'create NAME' makes one and prints it (only then: Redis keeps
     its SHA-256 only), with --gateway URL followed by the commands that join a machine with
@@ -63,7 +69,8 @@ def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
         if gateway_url and not gateway_url.startswith(("https://", "http://")):
             raise InputError(f"--gateway {gateway_url!r} must start with https:// (or http://)")
         token = token_store.create(client, name, apps=apps, labels=parse_labels(labels),
-                                   trust=trust, owner=owner)
+                                   trust=trust, owner=owner,
+                                   cost_per_hour=parse_price(cost_per_hour))
         click.echo(token)
         click.echo(f"token {name!r} created; give it to the worker as NOVA_WORKER_TOKEN (it "
                    "is not shown again)", err=True)
@@ -101,7 +108,8 @@ def _list(found, as_json: bool) -> None:
     for t in found:
         labels = ",".join(f"{k}={v}" for k, v in t.labels.items()) or "-"
         click.echo(f"{visible(t.name):24} apps {visible(','.join(t.apps) or 'any'):16} "
-                   f"labels {visible(labels):24} trust {t.trust:7} owner {visible(t.owner):16} created {_when(t.created_ms)} "
+                   f"labels {visible(labels):24} trust {t.trust:7} owner {visible(t.owner):16} "
+                   f"${t.cost_per_hour:g}/h created {_when(t.created_ms)} "
                    f"used {_when(t.last_used_ms)} worker {visible(t.worker or '-')}")
 
 

@@ -24,6 +24,7 @@ from nova_queue.limits import MAX_RETENTION_S
 from nova_queue.models import JobStatus, TaskSpec
 from nova_queue.placement import parse_requirements
 from nova_queue.prompts import read_prompts
+from nova_queue.terms import money_text, parse_budget, parse_deadline
 
 
 # long: one decorator per option of the command (its body is 23 lines)
@@ -56,6 +57,13 @@ from nova_queue.prompts import read_prompts
               help="How long the finished job stays in Redis (seconds, or 90m, 12h, 3d): "
                    "then it is deleted with its tasks; its results stay in the store.  "
                    "[default: NOVA_JOB_RETENTION_S or 604800 (7 days)]")
+@click.option("--deadline", default=None, metavar="WHEN",
+              help="When the job should be done: 30m, 2h, 18:00 (its next occurrence) or "
+                   "ISO-8601 (2026-12-04T18:00); it then runs on the cheapest workers that "
+                   "still finish it in time.")
+@click.option("--budget", default=None, metavar="DOLLARS",
+              help="What the job may spend (predicted, at the workers' --cost-per-hour): past "
+                   "it, it waits for cheaper capacity.")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
               help="Refuse prompt input larger than N bytes.  "
                    "[default: NOVA_MAX_PROMPT_BYTES or 67108864 (64 MiB)]")
@@ -70,7 +78,8 @@ from nova_queue.prompts import read_prompts
 def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_attempts: int | None,
             priority: int, name: str | None, timeout_s: float | None,
             requires: tuple[str, ...], owner: str | None, retention_s: int | None,
-            max_bytes: int | None, wait: bool, as_json: bool) -> None:
+            deadline: str | None, budget: str | None, max_bytes: int | None, wait: bool,
+            as_json: bool) -> None:
     """Enqueue a job: one task per prompt line of FILE (- reads stdin).
 
     Lines are UTF-8, split on newlines; blank lines and lines starting with # are skipped.
@@ -80,13 +89,16 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
     job waits until one joins).
     """
     reqs = parse_requirements(requires)
+    budget_usd = None if budget is None else parse_budget(budget)
     application, parsed, specs = job_tasks(ctx, file, app, params, max_bytes)
     client = ctx.client()
     model = application.model_key(parsed)
+    deadline_ms = None if deadline is None else parse_deadline(deadline, client.server_time_ms())
     job_id = client.enqueue(
         app, specs, params=parsed, priority=priority, max_attempts=max_attempts,
         name=name or ("stdin" if file == "-" else Path(file).name), timeout_s=timeout_s,
-        retention_s=retention_s, requires=reqs, owner=owner, model=model)
+        retention_s=retention_s, requires=reqs, owner=owner, model=model,
+        deadline=None if deadline_ms is None else _at(deadline_ms), budget=budget_usd)
     if not as_json:
         click.echo(job_id)  # once: the library logs it at DEBUG only
     elif not wait:
@@ -95,6 +107,12 @@ def enqueue(ctx: Context, file: str, app: str, params: tuple[str, ...], max_atte
         click.echo(f"warning: {note}; the job waits until one joins", err=True)
     if wait:
         follow(client, job_id, as_json)
+
+
+def _at(ms: int):
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
 
 
 def job_tasks(ctx: Context, file: str, app: str, params: tuple[str, ...],
@@ -191,17 +209,26 @@ def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
     runners = client.who_can_run(st.app, st.requires, st.model)
     waiting = (no_worker_note(client, st.app, st.requires, st.model, runners)
                if not runners.eligible and not st.finished and st.pending else None)
+    terms = _terms(client, st, runners.eligible)
     if as_json:
-        click.echo(safe_json({**st.to_json(), "eligible_workers": len(runners.eligible),
+        click.echo(safe_json({**st.to_json(), **terms, "eligible_workers": len(runners.eligible),
                               "cannot_run": [b.to_json() for b in runners.blocked],
                               "waiting": waiting}))
         return
+    _show_status(st, terms, waiting, bool(runners.blocked))
+
+
+def _show_status(st: JobStatus, terms: dict[str, Any], waiting: str | None,
+                 blocked: bool) -> None:
+    """``status JOB`` as text: counts, terms, why it waits, every task."""
     click.echo(f"job {visible(st.job_id)}  app {visible(st.app)}  "
                f"state {visible(st.state)}  name '{visible(st.name)}'")
     click.echo(f"  {st.total} tasks: {st.pending} pending, {st.leased} running, {st.done} done, "
                f"{st.failed} failed, {st.cancelled} cancelled"
                + (f", {st.verifying} awaiting verification" if st.verifying else ""))
-    if waiting and runners.blocked:
+    if st.deadline_ms is not None or st.budget is not None or st.cost:
+        click.echo(f"  {terms_line(terms)}")
+    if waiting and blocked:
         click.echo(f"  waiting: {waiting}")
     elif waiting:
         click.echo(f"  warning: {waiting}; its tasks wait until one joins")
@@ -213,6 +240,32 @@ def status(ctx: Context, job_id: str | None, limit: int, as_json: bool) -> None:
         click.echo(f"  {t.index:>5}  {short(t.state, 9):9} {short(who, 20):20} "
                    f"{short(t.backend or '-', 7):7} {t.attempt_count:>3} {t.lease_gen:>3}  "
                    f"{short(error, 28):28} {short(t.input, 60)}")
+
+
+def _terms(client, st: JobStatus, eligible: list[str]) -> dict[str, Any]:
+    """The deadline against the live pool's prediction, and the money (forecast.py)."""
+    from nova_queue.forecast import job_forecast, pool_of, terms_json
+
+    now_ms = client.server_time_ms()
+    pool = pool_of(client.workers(include_gone=False), st.app, now_ms, eligible)
+    return terms_json(st, job_forecast(st, pool, now_ms))
+
+
+def terms_line(t: dict[str, Any]) -> str:
+    """``deadline 18:00:00 UTC: predicted 17:52:10 UTC, on time; cost so far $0.12, predicted
+    $0.40, budget $5.00; placement: ...``"""
+    def at(ms: int | None) -> str:
+        return "-" if ms is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+    parts = []
+    if t["deadline_ms"] is not None:
+        verdict = {True: "on time", False: "LATE", None: "no live worker"}[t["on_time"]]
+        parts.append(f"deadline {at(t['deadline_ms'])}: predicted finish "
+                     f"{at(t['predicted_finish_ms'])}, {verdict}")
+    money = f"cost so far {money_text(t['cost_so_far'])}, predicted {money_text(t['predicted_cost'])}"
+    if t["budget"] is not None:
+        money += f", budget {money_text(t['budget'])}"
+    return "; ".join([*parts, money, f"placement: {t['placement']}"])
 
 
 def _show_jobs(jobs: list[JobStatus], as_json: bool) -> None:
@@ -280,7 +333,8 @@ def workers(ctx: Context, as_json: bool, include_gone: bool) -> None:
             f"{short(w.device, 28):28} done {w.tasks_done:<5} failed {w.failures:<3} "
             f"bench {_fmt(first.get('bench_s'), 's')} ema {_fmt(first.get('ema_s'), 's')} "
             f"cold {_fmt(first.get('cold_s'), 's')} [{visible(','.join(w.apps))}]"
-            + (f" token {visible(w.token)}" if w.token else ""))
+            + (f" token {visible(w.token)}" if w.token else "")
+            + (f" ${w.cost_per_hour:g}/h" if w.cost_per_hour else ""))
         if w.quarantined:
             click.echo(f"    QUARANTINED: {visible(short(w.quarantine_reason, 160))}")
         for m in w.cannot_run:

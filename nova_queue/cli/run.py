@@ -12,8 +12,10 @@ from nova_queue.cli.base import Context, handle_errors, pass_ctx, shared_options
 from nova_queue.cli.options import parse_pairs
 from nova_queue.errors import InputError
 from nova_queue.placement import parse_labels
+from nova_queue.terms import parse_price
 
 
+# long: one decorator per option of the command (its body is 24 lines)
 @click.command()
 @click.option("--app", "apps", multiple=True, metavar="NAME", envvar="NOVA_APPS",
               help="App to serve, repeatable.  [default: synthetic and txt2img when torch "
@@ -25,6 +27,10 @@ from nova_queue.placement import parse_labels
 @click.option("--slowdown", type=click.FloatRange(min=1.0), default=1.0, show_default=True,
               envvar="NOVA_SLOWDOWN",
               help="Simulate hardware F times slower (demos and benchmarks only).")
+@click.option("--cost-per-hour", "cost_per_hour", default="0", show_default=True,
+              metavar="DOLLARS", envvar="NOVA_COST_PER_HOUR",
+              help="What an hour of this worker costs, in dollars: jobs with a deadline or "
+                   "a budget prefer cheaper workers. Env NOVA_COST_PER_HOUR.")
 @click.option("--burst", is_flag=True, help="Exit when no work remains for its apps.")
 @click.option("--max-tasks", type=click.IntRange(min=1), default=None,
               help="Exit after committing N tasks.")
@@ -53,7 +59,7 @@ from nova_queue.placement import parse_labels
 @pass_ctx
 @handle_errors
 def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, slowdown: float,
-           burst: bool, max_tasks: int | None, app_options: tuple[str, ...],
+           cost_per_hour: str, burst: bool, max_tasks: int | None, app_options: tuple[str, ...],
            labels: tuple[str, ...], concurrency: int, no_benchmark: bool,
            gateway_url: str | None, worker_token: str | None,
            gateway_ca_bundle: str | None) -> None:
@@ -63,13 +69,15 @@ def worker(ctx: Context, apps: tuple[str, ...], backend: str, name: str | None, 
     from nova_queue.workers.record import AUTOMATIC, check_custom_labels
     from nova_queue.workers.runtime import Worker, WorkerOptions
 
+    price = parse_price(cost_per_hour)
     apps = tuple(apps) or default_apps()
     custom = parse_labels(labels)
     check_custom_labels(custom, len(AUTOMATIC) + len(apps))  # before any start-up work
     options = WorkerOptions(
         apps=apps, backend=backend, name=name, slowdown=slowdown,
         burst=burst, max_tasks=max_tasks, app_options=parse_pairs(app_options, "-o"),
-        labels=custom, benchmark=not no_benchmark, concurrency=concurrency)
+        labels=custom, benchmark=not no_benchmark, concurrency=concurrency,
+        cost_per_hour=price)
     w = Worker(_with_gateway(ctx.settings, gateway_url, worker_token, gateway_ca_bundle),
                options)
     w.install_signal_handlers()

@@ -27,6 +27,7 @@ from nova_queue.limits import MAX_CHUNK, MAX_VISIT
 from nova_queue.models import TaskSpec
 from nova_queue.placement import Requirement
 from nova_queue.settings import Settings
+from nova_queue.terms import parse_deadline
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ class Producer(Part):
                 max_attempts: int | None = None, name: str = "", job_id: str | None = None,
                 timeout_s: float | None = None, requires: Sequence[str | Requirement] = (),
                 owner: str | None = None, model: str = "",
-                chunk_size: int = ENQUEUE_CHUNK, retention_s: int | None = None) -> str:
+                chunk_size: int = ENQUEUE_CHUNK, retention_s: int | None = None,
+                deadline: Any = None, budget: float | str | None = None) -> str:
         """Create a job of ``tasks`` for ``app``; all or nothing. Returns the job id.
         ``timeout_s``: each task's run-time limit (default: derived from the claiming
         worker's prediction, ``Settings.task_timeout_floor_s`` / ``_factor``).
@@ -66,15 +68,20 @@ class Producer(Part):
         app spec's ``model_key``), so workers that have it warm take them first. Once
         finished the job stays in Redis ``retention_s`` (default
         ``settings.job_retention_s``); then the retention sweep, run here after each
-        enqueue, deletes it."""
+        enqueue, deletes it. ``deadline`` (``"30m"``, ``"18:00"``, an ISO-8601 text, a
+        ``datetime`` or a ``timedelta``) and ``budget`` (dollars): the job's terms
+        (:mod:`nova_queue.terms`): the claim then prefers the cheapest workers that still
+        finish it in time, and keeps its predicted spend within the budget."""
         job_id = job_id or new_job_id()
+        deadline_ms = None if deadline is None else parse_deadline(deadline, self.server_time_ms(),
+                                                                   "deadline")
         max_attempts = self.settings.max_attempts if max_attempts is None else max_attempts
         retention_s = self.settings.job_retention_s if retention_s is None else retention_s
         meta = json.dumps(job_fields(
             app, tasks, job_id, params=params, priority=priority, max_attempts=max_attempts,
             name=name, timeout_s=timeout_s, requires=requires,
             owner=self.settings.resolved_owner if owner is None else owner, model=model,
-            retention_s=retention_s))
+            retention_s=retention_s, deadline_ms=deadline_ms, budget=budget))
         k = self.keys
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
                 k.events(), k.apps(), k.meta()]

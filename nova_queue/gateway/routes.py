@@ -109,12 +109,13 @@ def register() -> Any:
         if not caller.token.allows_app(str(app)):
             raise errors.AccessDeniedError(f"token {caller.token.name!r} does not allow app "
                                            f"{app!r}")
-    # the token's trust and owner, not the worker's word; every gateway worker verifies
-    # others' results (it fetches them with GET /v1/candidate), one that is not trusted only
-    # those of other tokens and owners, never with the last word (docs/SECURITY.md)
+    # the token's trust, owner and price, not the worker's word; every gateway worker
+    # verifies others' results (it fetches them with POST /v1/candidate), one that is not
+    # trusted only those of other tokens and owners, never with the last word (SECURITY.md)
     fields = {**fields, "labels": json.dumps(_pinned_labels(caller, fields.get("labels")),
                                              sort_keys=True), "token": caller.token.name,
-              "trust": caller.token.trust, "owner": caller.token.owner, "verifier": "1"}
+              "trust": caller.token.trust, "owner": caller.token.owner, "verifier": "1",
+              "price": caller.token.cost_per_hour}
     rejoined = state.client.register_worker(caller.worker_id, fields, [str(a) for a in apps],
                                             bench)
     set_if_exists(state.client.redis, state.client.keys.token(caller.token.digest),

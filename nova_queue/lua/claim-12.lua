@@ -17,6 +17,13 @@
   others that may take them live (left_to_others); a worker whose last attempt failed is
   not counted on by others' claims.
 
+  Deadlines and budgets (terms_grant): when the head candidate's job has a deadline, only
+  its candidates are weighed, by the least-cost plan instead: worker w (price p_w per hour)
+  gets its m-th task while it finishes it by the deadline D and the workers cheaper per task
+  (p_v * t_v < p_w * t_w) finish fewer than R_job - m + 1 tasks by D (floor((D - b_v) /
+  (t_v*c)) each; 5 % of the time left kept in hand); when even the whole pool cannot, as
+  above. A budget caps the job's predicted spend (price x predicted time) on priced workers.
+
   Run-time limit: each lease gets a run deadline, the job's timeout_s per task when set,
   else max(floor, factor x the predicted finish); renew never extends a lease past it.
 

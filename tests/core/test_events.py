@@ -211,6 +211,18 @@ def verification(nova):
     assert nova.task(lease.task_id).state == "done"
 
 
+def terms(nova):
+    """deadline_behind (a job no live worker finishes in time) and budget_held (a priced
+    worker whose tasks would pass a job's budget)."""
+    nova.register_worker("t1", {"name": "t1", "price": 100}, ["priced"])
+    nova.redis.hset(nova.keys.worker("t1"), mapping={"ema:priced": 10, "n:priced": 1})
+    nova.enqueue("priced", [TaskSpec("late", 1.0)], deadline="1s")
+    assert len(nova.claim("t1", "priced").leases) == 1  # behind: as fast as it can
+    nova.enqueue("priced", [TaskSpec("dear", 1.0)], budget=0.01)
+    assert nova.claim("t1", "priced").leases == []  # held
+    nova.deregister_worker("t1")
+
+
 def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     nova.register_worker("w1", {"name": "one"}, ["synthetic"])
     job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 1.0) for i in range(3)], max_attempts=2)
@@ -234,6 +246,7 @@ def test_a_run_writes_every_type_with_exactly_its_fields(nova):
     nova.reap()  # grace
     backups(nova)
     verification(nova)
+    terms(nova)
     nova.set_quarantine("w3", True, reason="test")  # worker_quarantined
     nova.set_quarantine("w3", False)  # worker_released
     nova.note_loading("w3", "synthetic", "model-a")  # model_loading

@@ -157,7 +157,7 @@ def test_python_limits_equal_the_lua_limits():
                  "MAX_RUN_S", "MAX_INPUT_BYTES", "MAX_PARAMS_BYTES", "MAX_META_BYTES",
                  "MAX_INLINE_BYTES",
                  "MAX_TEXT_BYTES", "MIN_COST", "MAX_COST", "MAX_CANNOT_RUN", "MAX_REASON_BYTES",
-                 "MAX_MARKS_BYTES"):
+                 "MAX_MARKS_BYTES", "MAX_PRICE", "MAX_BUDGET", "MAX_DEADLINE_MS"):
         assert lua[name] == getattr(limits, name), name
 
 
@@ -290,6 +290,32 @@ def test_claim_with_huge_k_fleets_pending_sets_and_held_sets(nova, meter):
     last = r.hget(k(nova).worker("w"), "last_claim") or "a0"
     assert_bounded(meter, lambda: call(nova, "claim", keys,
                                        claim_args(nova, "w", k=1, ids=[last])))
+
+
+def test_claim_under_a_deadline_weighs_a_bounded_priced_fleet(nova, meter):
+    """A job with a deadline and a budget (both forged past what enqueue allows, then sane):
+    the policy reads the price of at most MAX_FLEET_VISIT other workers, every price forged."""
+    r = nova.redis
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 1.0) for i in range(300)],
+                       deadline="1h", budget=1.0)
+    now_ms = nova.server_time_ms()
+    pipe = r.pipeline(transaction=False)
+    for i in range(400):
+        wid = f"v{i}"
+        pipe.hset(k(nova).worker(wid), mapping={
+            "id": wid, "claim_ms": now_ms, "n:synthetic": 5, "ema:synthetic": 1.0,
+            "price": ("nan", "-1", "1e308", "x" * 1000)[i % 4]})
+        pipe.zadd(k(nova).app_fleet("synthetic"), {wid: 1.0 + i / 1000})
+    pipe.execute()
+    nova.register_worker("w", {"name": "w", "price": 2.0}, ["synthetic"])
+    r.hset(k(nova).worker("w"), mapping={"ema:synthetic": 1.0, "n:synthetic": 5})
+    keys = claim_keys(nova, "w")
+    for deadline, budget in (("1e300", "-5"), ("x", "inf"), (str(now_ms + 3_600_000), "1")):
+        r.hset(k(nova).job(job), mapping={"deadline_ms": deadline, "budget": budget})
+        args = claim_args(nova, "w", k=limits.MAX_CLAIM_K,
+                          ids=[f"{deadline[:1]}{i}" for i in range(limits.MAX_CLAIM_K)])
+        res, inner = assert_bounded(meter, lambda a=args: call(nova, "claim", keys, a))
+        assert res[0] in (0, 2) and inner <= 3 * 256 + 200
 
 
 def test_complete_claim_with_a_huge_argv(nova, meter):

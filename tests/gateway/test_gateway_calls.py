@@ -277,3 +277,11 @@ def test_an_invalid_output_through_the_gateway_is_handed_back_as_the_workers_fau
     assert admin.task(lease["task_id"]).attempt_count == 0
     [w] = [w for w in admin.workers() if w.worker_id == wid]
     assert [m.reason for m in w.cannot_run] == ["invalid output: all-black image"]
+
+
+def test_the_price_is_the_tokens(gw, admin):
+    token = tokens.create(admin, "rented", trust="trusted", cost_per_hour=2.5)
+    join(gw, token, fields={**FIELDS, "price": 0.01})  # a worker cannot set its own price
+    (w,) = admin.workers()
+    assert w.cost_per_hour == 2.5 and w.to_json()["cost_per_hour"] == 2.5
+    assert [t.to_json()["cost_per_hour"] for t in tokens.list_tokens(admin)] == [2.5]

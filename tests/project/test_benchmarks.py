@@ -139,14 +139,15 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH))  # report imports its sibling modules
     targets = _load("report").targets(res)
     # the saved run predates gray failures, placement, the gateway, the soak, BullMQ, the
-    # real workers, the latency and the verification sections
-    assert len(targets) == 29
+    # real workers, the latency, the verification and the cost sections
+    assert len(targets) == 32
     assert [t["met"] for t in targets if "BullMQ" in t["target"]] == [None, None]  # not run
     assert [t["met"] for t in targets if "real worker" in t["target"]] == [None, None]
     assert [t["met"] for t in targets if "latency" in t["target"]] == [None, None]
     assert [t["met"] for t in targets if "hung task" in t["target"]] == [None]  # not run
     assert [t["met"] for t in targets if t["target"].startswith("soak")] == [None]
     assert [t["met"] for t in targets if t["target"].startswith("verify")] == [None] * 3
+    assert [t["met"] for t in targets if t["target"].startswith("cost")] == [None] * 3
     for t in targets:
         assert f"| {t['target']} | {t['measured']} |" in text
 

@@ -44,6 +44,7 @@
           ["done / failed / OOM", w.tasks_done + " / " + w.failures + " / " + w.oom],
           ["heartbeat", w.heartbeat_text], ["labels", w.labels_text, "mono"],
           ["token", w.token_text, "mono"], ["trust", w.trust_text],
+          ["price", w.price_text],
           ["warm", w.warm_text, "mono"], ["id", w.id, "mono"]]),
       speeds(w.speed_rows),
     ]);

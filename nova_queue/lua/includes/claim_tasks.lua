@@ -3,7 +3,8 @@
   alive, inflight, failed, finished, meta, events); a: its ARGV by name (claim_argv),
   checked by check_claim_argv. Returns claim-12's reply. Each step is an include: reap,
   claim_again (a retried claim), quarantine_gate (a quarantined worker probes with one
-  task), scan_candidates, estimate, grant_count (the policy), write_leases; claim_idle
+  task), scan_candidates, estimate, grant_count (the policy; terms_grant when the head
+  candidate's job has a deadline or a budget), write_leases; claim_idle
   when the worker gets nothing of its own (a backup attempt, or when to ask again). The
   worker's cannot_run marks (cannot_run_here, read only when it has the field) keep it
   from jobs of the models it could not prepare. A worker that verifies (its field
@@ -15,6 +16,7 @@
 --- @include "quarantine_gate"
 --- @include "scan_candidates"
 --- @include "grant_count"
+--- @include "terms_grant"
 --- @include "write_leases"
 --- @include "claim_idle"
 --- @include "claimer"
@@ -61,7 +63,13 @@ local function claim_tasks(K, a)
     R = redis.call('ZCARD', K.pending)
   end
   local t_w, measured = estimate(K.fleet, a.prefix, a.wid, a.app, me)
-  local grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s, R, now, me)
+  local j = s.jobs[s.job]
+  local grant, hint
+  if (j[CLAIM_JOB.deadline_ms] or '') ~= '' or (j[CLAIM_JOB.budget] or '') ~= '' then
+    grant, hint = terms_grant(ctx, K, a, t_w, measured, s, R, now, me)
+  else
+    grant, hint = grant_count(K.fleet, a.prefix, a.wid, t_w, measured, s, R, now, me)
+  end
   if grant == 0 then
     return claim_idle(ctx, K, a, me, probing, now, hint, t_w)
   end

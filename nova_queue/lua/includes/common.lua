@@ -56,6 +56,11 @@ local FREE_WINDOW_MS = 60000
 local MAX_RETENTION_S = 315360000  -- how long a finished job stays in Redis (10 years)
 local DEFAULT_RETENTION_S = 604800 -- a job without its own (enqueued before retention): 7 days
 local MAX_TOMBSTONES = 100000      -- ids of expired jobs remembered (to say "expired")
+-- Money and time (nova_queue/terms.py): a worker's price, a job's budget and deadline
+local MAX_PRICE = 1000000          -- dollars per hour of a worker's time
+local MAX_BUDGET = 1000000000      -- dollars a job may spend
+local MAX_DEADLINE_MS = 31536000000 -- how far ahead a job's deadline may lie (365 days)
+local DEADLINE_SLACK = 0.05        -- share of the time left a deadline's plan keeps in hand
 -- Verification of results from workers that are not trusted (docs/SECURITY.md)
 local MAX_UNVERIFIED = 1024        -- an identity's latest results that stand unverified, kept
                                    -- to re-run if it is caught (older ones are forgotten)
@@ -90,13 +95,13 @@ local JOB_COUNTS = { 'state', 'total', 'done', 'failed', 'cancelled', 'finished_
 local COMMIT_JOB = { JOB_COUNTS, 'app', 'leased', 'owner' }
 -- job:<job>, as the candidate scan weighs it (consider_job, cached in s.jobs for the claim)
 local CLAIM_JOB = { 'state', 'params', 'pending', 'leased', 'timeout_s', 'requires', 'priority',
-  'seq0', 'total', 'model', 'owner' }
+  'seq0', 'total', 'model', 'owner', 'deadline_ms', 'budget' }
 -- job:<job>, its task counts by state (the order of the doctor's counts: recount_job), and
 -- with what says whether it finishes (RECOUNT_JOB)
 local STATE_COUNTS = { 'pending', 'leased', 'done', 'failed', 'cancelled' }
 local RECOUNT_JOB = { STATE_COUNTS, 'state', 'total', 'finished_ms' }
 -- job:<job> of a running task a backup may take (find_backup, for write_backup)
-local BACKUP_JOB = { 'app', 'state', 'params', 'timeout_s', 'model' }
+local BACKUP_JOB = { 'app', 'state', 'params', 'timeout_s', 'model', 'deadline_ms' }
 -- job:<job> of a result awaiting verification (take_verify, for write_verify_lease)
 local VERIFY_JOB = { 'state', 'params', 'timeout_s', 'model' }
 -- task:<job>:<index>, the attempts a report is fenced by (fence: the first fields of every

@@ -14,6 +14,7 @@
   (load:<app> s). Speed is earned: a worker without measured runs of the app (n:<app>)
   counts as no faster than the fastest measured one that is counted on, or the claiming
   worker's own measured estimate (`floor_s`, or nil), however fast its benchmark says.
+  Third list: their worker ids (terms_grant reads their prices).
 ]]
 --- @include "meets"
 --- @include "decode_list"
@@ -21,7 +22,7 @@
 --- @include "live_marks"
 local function fastest_others(fleet_key, prefix, wid, c, now, since, skip, requires, model, app,
     floor_s)
-  local task_ms, free_ms, unmeasured = {}, {}, {}
+  local task_ms, free_ms, unmeasured, ids = {}, {}, {}, {}
   local skipped, n, decodes = {}, 0, MAX_MARKS_DECODED
   for id in string.gmatch(skip or '', '[^,]+') do
     n = n + 1
@@ -67,7 +68,7 @@ local function fastest_others(fleet_key, prefix, wid, c, now, since, skip, requi
         if model and warm ~= model then
           free_ms[k] = free_ms[k] + (num_in(load_s, 0, MAX_RUN_S) or 0) * 1000
         end
-        task_ms[k], unmeasured[k] = s_per_cost * c * 1000, (tonumber(runs) or 0) <= 0
+        task_ms[k], unmeasured[k], ids[k] = s_per_cost * c * 1000, (tonumber(runs) or 0) <= 0, v
       end
     end
   end
@@ -76,5 +77,5 @@ local function fastest_others(fleet_key, prefix, wid, c, now, since, skip, requi
       task_ms[k] = math.max(task_ms[k], floor_s * c * 1000)
     end
   end
-  return task_ms, free_ms
+  return task_ms, free_ms, ids
 end

@@ -5,7 +5,9 @@
   BACKUP_MIN_GAIN_MS and BACKUP_GAIN_SHARE of that rest, so correct predictions start no
   backups. Looks at the first MAX_BACKUP_SCAN leases; skips tasks that had a backup (one
   per task), are this worker's, or failed (on its identity) or ran out of memory on it, or
-  whose job's model this worker could not prepare (`marks`: cannot_run_here's). Returns the
+  whose job's model this worker could not prepare (`marks`: cannot_run_here's), and those
+  of a job with a deadline that the running attempt still makes (a backup there only spends:
+  nova_queue/terms.py). Returns the
   one that saves most as {tid, t (its BACKUP_TASK read), j (its job's BACKUP_JOB read),
   cost}, or nil.
 ]]
@@ -28,7 +30,9 @@ local function find_backup(ctx, a, t_w, now, marks)
         local predicted = (num_in(t[BACKUP_TASK.predicted_s], 0, MAX_RUN_S) or 0) * 1000
         local rest = elapsed < predicted and predicted - elapsed or elapsed
         local gain = rest - t_w * cost * 1000
-        if gain > best_gain and gain >= math.max(BACKUP_MIN_GAIN_MS, BACKUP_GAIN_SHARE * rest) then
+        local deadline = int_in(j[BACKUP_JOB.deadline_ms], 1, 1e15)
+        if gain > best_gain and gain >= math.max(BACKUP_MIN_GAIN_MS, BACKUP_GAIN_SHARE * rest)
+            and not (deadline and now + rest <= deadline) then
           best, best_gain = { tid = tid, t = t, j = j, cost = cost }, gain
         end
       end

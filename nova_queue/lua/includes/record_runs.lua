@@ -4,16 +4,30 @@
   in order (weight alpha; and its fleet score while alive and not quarantined), the last
   cold run's time (the first after a load, kept apart as compile/warm-up time), the end of a
   failure streak, idle once it holds nothing; a quarantined worker whose probe task is
-  among them is let back (lift_quarantine). ctx fields used: prefix, wid, alpha, alive,
+  among them is let back (lift_quarantine); a priced worker's runs are charged to their jobs
+  (`cost`: price x run time). ctx fields used: prefix, wid, alpha, alive,
   plus lift_quarantine's.
 ]]
 --- @include "lift_quarantine"
 local function record_runs(ctx, K, app, runs, now)
-  local id, tasks_done, done, ema, n, fail_streak, quarantined, probe_tid = unpack(redis.call(
-    'HMGET', K.worker, 'id', 'tasks_done', 'done:' .. app, 'ema:' .. app, 'n:' .. app,
-    'fail_streak', 'quarantined', 'probe_tid'))
+  local id, tasks_done, done, ema, n, fail_streak, quarantined, probe_tid, price = unpack(
+    redis.call('HMGET', K.worker, 'id', 'tasks_done', 'done:' .. app, 'ema:' .. app, 'n:' .. app,
+    'fail_streak', 'quarantined', 'probe_tid', 'price'))
   if not id then
     return
+  end
+  price = num_in(price, 0, MAX_PRICE) or 0
+  if price > 0 then -- what its runs cost their jobs (nova_queue/terms.py), once per job
+    local seconds = {}
+    for _, r in ipairs(runs) do
+      local job_id = job_of(r.tid)
+      seconds[job_id] = (seconds[job_id] or 0) + math.min(math.max(r.run_s, 0), MAX_RUN_S)
+    end
+    for job_id, s in pairs(seconds) do
+      local job_key = ctx.prefix .. 'job:' .. job_id -- no HINCRBYFLOAT in the worker's ACL
+      local cost = num_in(redis.call('HGET', job_key, 'cost'), 0, 1e15) or 0
+      redis.call('HSET', job_key, 'cost', num(cost + price * s / 3600))
+    end
   end
   local update = { 'tasks_done', (tonumber(tasks_done) or 0) + #runs, 'done:' .. app,
     (tonumber(done) or 0) + #runs, 'last_done_ms', int(now) }

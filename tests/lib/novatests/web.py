@@ -62,7 +62,8 @@ class StandInWorker:
 
     def __init__(self, nova: NovaClient, store: ResultStore, wid: str, *, name: str = "",
                  backend: str = "cpu", host: str = "testhost", host_id: str = "hostid-1",
-                 apps: tuple[str, ...] = ("synthetic",), trust: str = "trusted"):
+                 apps: tuple[str, ...] = ("synthetic",), trust: str = "trusted",
+                 price: float = 0.0):
         self.nova, self.store, self.wid = nova, store, wid
         self.name = name or wid
         self.backend = backend
@@ -72,7 +73,7 @@ class StandInWorker:
                                          worker_name=self.name))
         nova.register_worker(wid, {"name": self.name, "backend": backend, "host": host,
                                    "host_id": host_id, "device": f"{backend} test device",
-                                   "trust": trust}, apps)
+                                   "trust": trust, "price": price}, apps)
 
     def claim(self, k: int = 1) -> list[Lease]:
         """Lease up to ``k`` tasks (empty when there is nothing to do)."""
