@@ -265,7 +265,9 @@ def test_every_layout_use_is_folded():
 
 #: Top-level locals of a script as Redis runs it (its functions and values, includes
 #: expanded): each function is a closure Redis makes on every call, and Lua allows 200.
-MAX_SCRIPT_LOCALS = 125
+#: 125 until verification's free samples and the deadline placement met in complete_batch
+#: (128; the claim's instruction counts in docs/BENCHMARKS.md price the closures).
+MAX_SCRIPT_LOCALS = 135
 #: Top-level locals of a command's own body: its named keys, arguments and results; more
 #: is a table of named fields (K, a) or a step of its own.
 MAX_BODY_LOCALS = 24
