@@ -49,12 +49,11 @@ _GATEWAY_DEPENDENCIES = ("flask", "werkzeug", "flask_sock", "simple_websocket",
 @handle_errors
 def tokens(ctx: Context, action: str, name: str | None, apps: tuple[str, ...],
            labels: tuple[str, ...], trust: str, owner: str | None, cost_per_hour: str,
-           as_json: bool,
-           gateway_url: str | None) -> None:
+           as_json: bool, gateway_url: str | None) -> None:
     """Gateway worker tokens: 'create NAME' makes one and prints it (only then: Redis keeps
     its SHA-256 only), with --gateway URL followed by the commands that join a machine with
     it (install the gateway's own release, the right torch, start the worker); 'list' shows
-    name, apps, labels, trust, owner, created, last used and the worker using it; 'revoke
+    name, apps, labels, trust, owner, price, created, last used and the worker using it; 'revoke
     NAME' refuses its next request and puts its worker's leases back in the queue now.
     """
     from nova_queue import tokens as token_store
