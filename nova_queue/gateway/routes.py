@@ -26,7 +26,7 @@ from nova_queue.gateway import results
 from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
 from nova_queue.keys import ATTEMPT_ID_RE
 from nova_queue.limits import MAX_CLAIM_K
-from nova_queue.models import ClaimResult
+from nova_queue.models import ClaimResult, Lease
 from nova_queue.placement import AUTOMATIC_LABELS, labels_from_json
 
 bp = Blueprint("gateway", __name__, url_prefix="/v1")
@@ -197,15 +197,10 @@ def candidate() -> Any:
     task's key. 403 unless the caller holds that lease now; 404 when there is no such
     candidate."""
     body = json_body()
-    lease = wire.fenced_lease(body.get("lease"))
-    caller = authenticate(task_id=lease.task_id)
     slot = body.get("slot")
     if slot not in ("cand", "cand2"):
         raise errors.InputError("candidate: slot must be cand or cand2")
-    state = gateway_state()
-    if not results.holds(state, caller, lease):
-        raise errors.AccessDeniedError(f"{lease.task_id} g{lease.lease_gen} is not this "
-                                       "worker's lease")
+    state, lease = gateway_state(), _held_lease(body)
     data = results.candidate(state, lease.task_id, slot)
     if data is None:
         raise errors.TaskNotFoundError(f"{lease.task_id}: no result {slot} to verify")
@@ -218,17 +213,21 @@ def verification() -> Any:
     ``{"verify": null}``: a backup attempt that became the verification of the result the
     other attempt committed first asks before it commits (a free sample). 403 unless the
     caller holds the lease."""
-    body = json_body()
-    lease = wire.fenced_lease(body.get("lease"))
-    caller = authenticate(task_id=lease.task_id)
-    state = gateway_state()
-    if not results.holds(state, caller, lease):
-        raise errors.AccessDeniedError(f"{lease.task_id} g{lease.lease_gen} is not this "
-                                       "worker's lease")
+    state, lease = gateway_state(), _held_lease(json_body())
     cand, cand2 = state.client.redis.hmget(state.client.keys.task(lease.task_id),
                                            ["cand", "cand2"])
     found = {"cand": cand, **({"cand2": cand2} if cand2 else {})} if cand else None
     return jsonify({"verify": found})
+
+
+def _held_lease(body: dict[str, Any]) -> Lease:
+    """The body's ``lease``, which the caller must hold now (403 if not)."""
+    lease = wire.fenced_lease(body.get("lease"))
+    caller = authenticate(task_id=lease.task_id)
+    if not results.holds(gateway_state(), caller, lease):
+        raise errors.AccessDeniedError(f"{lease.task_id} g{lease.lease_gen} is not this "
+                                       "worker's lease")
+    return lease
 
 
 @bp.post("/loaded")

@@ -59,7 +59,7 @@ local function complete_task(K, c)
     return complete_verified(ctx, K, tid, j, c, t, trust, now)
   end
   local backup = t[COMMIT_TASK.b_worker] -- trust: 'new', 'earned' or none (vouched)
-  local held = backup and which == 'primary' and trust and free_sample(ctx, K, tid, c, now)
+  local held = backup and which == 'primary' and trust and free_sample(ctx, K, tid, c, backup, now)
   if backup and not held then
     settle_backup(ctx, tid, which, app, cost, now)
   end

@@ -5,13 +5,13 @@
   lease, which stays in the lease set, held, in flight and counted in its job's leased
   tasks); the result is the task's candidate (write_candidate); the backup's worker holds
   one more verification and its run looks for the candidate before it commits
-  (workers/outputs.py). Emits verifying and verify_started (free 1). Returns true if the
-  backup became the verification, else false (the commit settles the backup as usual).
+  (workers/outputs.py). b_worker: the backup's worker (the commit's COMMIT_TASK read).
+  Emits verifying and verify_started (free 1). Returns true if the backup became the
+  verification, else false (the commit settles the backup as usual).
 ]]
 --- @include "drop_attempt"
 --- @include "write_candidate"
-local function free_sample(ctx, K, tid, c, now)
-  local b_worker = redis.call('HGET', K.task, 'b_worker')
+local function free_sample(ctx, K, tid, c, b_worker, now)
   local key = is_name(b_worker, 128) and ctx.prefix .. 'worker:' .. b_worker
   if not key or ident_of(b_worker) == ident_of(c.wid) then
     return false
