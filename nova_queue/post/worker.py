@@ -40,18 +40,34 @@ BURST_POLL_S = 0.5
 FOLLOW_BLOCK_S = 1.0
 #: Events read per XREAD.
 FOLLOW_BATCH = 500
+#: Longest wait of RQ's command listener (its stop waits for it).
+PUBSUB_WAKE_S = 1.0
 #: Longest pause of the dispatcher after Redis failed.
 MAX_BACKOFF_S = 30.0
 
 
 class _RQWorker(SimpleWorker):
-    """RQ's SimpleWorker that also tells the sweep to stop when a signal arrives."""
+    """RQ's SimpleWorker that also tells the sweep to stop when a signal arrives, and whose
+    command listener wakes every :data:`PUBSUB_WAKE_S`."""
 
     stop_event: threading.Event
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_event.set()
         super().request_stop(signum, frame)
+
+    def subscribe(self) -> None:
+        """RQ's own, but for the listener's sleep (RQ's is 60 s). RQ's teardown unsubscribes,
+        then joins the listener with no time limit; a listener that reads the unsubscribe
+        reply before the stop flag is set goes back to wait for a subscription for its
+        whole sleep, so on a busy machine a burst run hung up to 60 s after its work."""
+        self.log.info("Worker %s: subscribing to channel %s", self.name,
+                      self.pubsub_channel_name)
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        self.pubsub_thread = self.pubsub.run_in_thread(
+            sleep_time=PUBSUB_WAKE_S, daemon=True,
+            exception_handler=self._pubsub_exception_handler)
 
 
 class PostWorker:

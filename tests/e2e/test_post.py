@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -356,3 +357,29 @@ def test_rq_jobs_queued_under_the_old_function_names_still_resolve():
 
     assert import_attribute("nova_queue.post.build_job") is jobs.build_job
     assert import_attribute("nova_queue.post.webhook_job") is jobs.webhook_job
+
+
+def test_rq_teardown_does_not_wait_out_the_listeners_sleep(redis_url, namespace):
+    """RQ's teardown unsubscribes, then joins its command listener with no time limit. A
+    listener that read the unsubscribe reply before the stop used to wait for a new
+    subscription for RQ's whole 60 s sleep: a burst run hung past its work on a busy
+    machine. Here that order is forced: the reply is read first, then the teardown runs."""
+    from nova_queue.post.worker import PUBSUB_WAKE_S, PostWorker
+
+    post = PostWorker(Settings(redis_url=redis_url, namespace=namespace))
+    worker = post.worker
+    worker.subscribe()
+    try:
+        wait_for(lambda: worker.pubsub.subscribed, timeout_s=30, message="the subscription")
+        worker.pubsub.unsubscribe()
+        wait_for(lambda: not worker.pubsub.subscribed, timeout_s=30,
+                 message="the listener to read the unsubscribe reply")
+        done = threading.Event()
+        threading.Thread(target=lambda: (worker.unsubscribe(), done.set()), daemon=True).start()
+        # RQ's listener would sleep 60 s here; ours wakes within PUBSUB_WAKE_S (plenty of
+        # room for a busy machine, far from 60 s)
+        assert done.wait(PUBSUB_WAKE_S + 20), "RQ's teardown waited out the listener's sleep"
+        assert not worker.pubsub_thread.is_alive()
+    finally:
+        post.ctx.rq.close()
+        post.ctx.client.close()
