@@ -173,11 +173,11 @@ class Run:
             lease = self._free_sample(lease)
         if lease.verify:
             provenance["verify"] = self._verdicts(lease, output)
+        if len(self.ready) >= MAX_CLAIM_K:  # a call commits at most that many
+            self.flush(last=False)
         if not self.ready:
             self.ready_since = time.perf_counter()
         self.ready.append(Ready(lease, key, run_s, warm, provenance, inline))
-        if len(self.ready) >= MAX_CLAIM_K:
-            self.flush(last=False)
 
     def hold_left(self) -> float | None:
         """Seconds until the held results are due for their commit (None: none held)."""

@@ -17,7 +17,7 @@ from novatests.chaos.proxy import CutProxy
 from novatests.seed import set_speed
 
 from nova_queue import NovaClient, TaskSpec
-from nova_queue.limits import MAX_INPUT_BYTES
+from nova_queue.limits import MAX_CLAIM_K, MAX_INPUT_BYTES
 from nova_queue.local import wait_for
 from nova_queue.scripts import script_sources
 from nova_queue.settings import Settings
@@ -97,6 +97,32 @@ def test_cheap_tasks_are_claimed_many_at_a_time_and_committed_in_one_call(make_w
     assert nova.redis.scard(nova.keys.held(worker.worker_id)) == 0
     assert nova.redis.hget(nova.keys.inflight(), "synthetic") == "0"
     assert int(nova.redis.hget(nova.keys.worker(worker.worker_id), "tasks_done")) == 150
+
+
+def test_a_full_run_commits_and_claims_in_one_call(make_worker):
+    """A run of the most tasks a claim takes (64) commits them in one complete_batch call
+    that also claims the next run's: the worker asks with a plain claim only once (the
+    64th result used to be committed on its own, and a plain claim followed every run)."""
+    worker, nova, calls = make_worker(burst=True)
+    job = nova.enqueue("synthetic", [TaskSpec(f"p{i}", 0.001) for i in range(4 * MAX_CLAIM_K)],
+                       params={"seconds": 0, "size": 64})
+    claimed: list[int] = []
+    batch = worker.client.complete_batch
+
+    def noted(*args, **kwargs):
+        out = batch(*args, **kwargs)
+        claimed.append(len(out.claimed.leases) if out.claimed else 0)
+        return out
+
+    def seed() -> None:
+        set_speed(nova, worker.worker_id, "synthetic", 0.01)
+        worker.claims.note_timing("synthetic", 100, 0.01, 1, 0.01)
+
+    worker.client.complete_batch = noted
+    run_loop(worker, before=seed)
+    assert nova.job(job, with_tasks=False).done == 4 * MAX_CLAIM_K
+    assert MAX_CLAIM_K in claimed, claimed  # full runs were claimed by a commit
+    assert calls["claim"] == 1, (calls, claimed)
 
 
 def test_max_tasks_stops_claiming_at_the_limit(make_worker):
