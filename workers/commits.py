@@ -139,6 +139,10 @@ class Committer:
         return Commit("unknown", error="stopped while retrying")
 
 
+#: A commit that held and claimed nothing (frozen: one object serves every such answer).
+COMMITTED = Commit("committed")
+
+
 def _answered(answer: Any) -> Commit:
     """One commit's answer in a batch: committed, stale (the fence, or its task is gone),
     or refused (its arguments: only a link committing a batch one by one answers so)."""
@@ -146,4 +150,4 @@ def _answered(answer: Any) -> Commit:
         return Commit("refused", error=str(answer))
     if isinstance(answer, Exception):
         return Commit("stale", error=str(answer))
-    return Commit("committed")
+    return COMMITTED

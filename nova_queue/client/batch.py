@@ -7,6 +7,7 @@ the claim's answer as the worker's single calls do (:class:`~nova_queue.client.w
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -80,8 +81,7 @@ class BatchCalls(Part):
                                         f"not {c.run_s!r}")
             check_inline(c.inline)
             args += [c.lease.task_id, c.lease.lease_gen, c.lease.attempt_id, c.result_key,
-                     repr(float(c.run_s)), int(c.warm), json.dumps(dict(c.meta)) if c.meta
-                     else "{}", c.inline]
+                     repr(float(c.run_s)), int(c.warm), _meta_json(c.meta), c.inline]
         k_ = self.keys
         keys = [k_.worker(worker_id), k_.held(worker_id), k_.leases(), k_.alive(),
                 k_.inflight(), k_.failed(), k_.finished(), k_.events()]
@@ -100,11 +100,33 @@ class BatchCalls(Part):
                                                         *res[5:6]))
 
 
+#: The answers of commits that held, by (job finished, replayed): one object each (frozen).
+_HELD = {(f, r): CompleteResult(job_finished=f, replayed=r) for f in (False, True)
+         for r in (False, True)}
+
+
 def _answer(code: int, finished: bool, task_id: str) -> CompleteResult | errors.NovaError:
     """One commit's answer: its result, or the error its code raises."""
+    if code == 0:
+        return _HELD[(finished, False)]
     try:
         errors.raise_for_code(code, task_id=task_id)
     except errors.NovaError as exc:
         return exc
-    return CompleteResult(job_finished=finished, replayed=code == errors.ALREADY)
+    return _HELD[(finished, code == errors.ALREADY)]
 
+
+def _meta_json(meta: Mapping[str, Any]) -> str:
+    """A commit's meta as JSON; a batch's metas are mostly alike (the same worker, backend
+    and content type): the texts of the last few are reused."""
+    if not meta:
+        return "{}"
+    try:
+        return _meta_text(tuple(meta.items()))
+    except TypeError:  # a value that cannot be a cache key: no reuse
+        return json.dumps(dict(meta))
+
+
+@functools.lru_cache(maxsize=64)
+def _meta_text(items: tuple[tuple[str, Any], ...]) -> str:
+    return json.dumps(dict(items))

@@ -141,9 +141,17 @@ class WorkerCalls(Part):
         if code == errors.QUARANTINED:
             return ClaimResult("quarantined", [], int(payload) / 1000, now_ms, str(reason))
         errors.raise_for_code(code, detail=str(payload))
+        params: dict[str, dict[str, Any]] = {}  # a job's params text, decoded once per claim
+
+        def decoded(text: str) -> dict[str, Any]:
+            got = params.get(text)
+            if got is None:
+                got = params[text] = json.loads(text)
+            return got
+
         leases = [
             Lease(task_id=d["tid"], job_id=d["job"], index=int(d["index"]), app=app,
-                  input=d["input"], cost=float(d["cost"]), params=json.loads(d["params"]),
+                  input=d["input"], cost=float(d["cost"]), params=decoded(d["params"]),
                   lease_gen=int(d["lease_gen"]), attempt_id=d["attempt_id"],
                   attempt=int(d["attempt"]), deadline_ms=int(d["deadline_ms"]),
                   predicted_s=None if d.get("predicted_s") is None else float(d["predicted_s"]),
