@@ -140,7 +140,7 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     targets = _load("report").targets(res)
     # the saved run predates gray failures, placement, the gateway, the soak, BullMQ, the
     # real workers, the latency, the verification and the cost sections
-    assert len(targets) == 32
+    assert len(targets) == 33
     assert [t["met"] for t in targets if "BullMQ" in t["target"]] == [None, None]  # not run
     assert [t["met"] for t in targets if "real worker" in t["target"]] == [None, None]
     assert [t["met"] for t in targets if "latency" in t["target"]] == [None, None]
@@ -150,6 +150,26 @@ def test_docs_render_from_a_saved_run(tmp_path, monkeypatch):
     assert [t["met"] for t in targets if t["target"].startswith("cost")] == [None] * 3
     for t in targets:
         assert f"| {t['target']} | {t['measured']} |" in text
+
+
+def test_the_1m_enqueue_target_reads_the_1m_row(monkeypatch):
+    """The 1M-task row of a full run's scale section is its target's figure; a quick run
+    (no 1M row) leaves the target not run."""
+    import json
+
+    saved = Path(__file__).resolve().parent / "data" / "bench-results-2026-11-30.json"
+    scale = json.loads(saved.read_text())["scale"]
+    (one_m,) = [x for x in scale["rows"] if x["tasks"] == 1_000_000]
+    monkeypatch.syspath_prepend(str(BENCH))
+    targets = _load("report").targets
+
+    def row(res):
+        return [(t["measured"], t["met"]) for t in targets(res) if t["target"].startswith("1M")]
+
+    figure = f"{one_m['seconds']:.2f} s (Lua {one_m['redis_script_s']:.2f} s)"
+    assert row({"scale": scale}) == [(figure, one_m["seconds"] < 5)]
+    quick = {**scale, "rows": [x for x in scale["rows"] if x["tasks"] < 1_000_000]}
+    assert row({"scale": quick}) == [("—", None)]
 
 
 def test_the_soak_figures_and_their_render(tmp_path, monkeypatch):
