@@ -228,6 +228,13 @@ class Scripts:
             raise ValueError(f"{name} takes {self._numkeys[name]} keys, got {len(keys)}")
         self._scripts[name](keys=keys, args=args, client=pipe)
 
+    def packed(self, conn: Any, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Command ``name`` as ``EVALSHA`` serialized for ``conn.send_packed_command`` (the
+        script must be loaded already: a NOSCRIPT reply is not retried here)."""
+        if len(keys) != self._numkeys[name]:
+            raise ValueError(f"{name} takes {self._numkeys[name]} keys, got {len(keys)}")
+        return conn.pack_command("EVALSHA", self._scripts[name].sha, len(keys), *keys, *args)
+
     def call(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run command ``name``; ``keys`` must be exactly as many as its file name says."""
         if len(keys) != self._numkeys[name]:

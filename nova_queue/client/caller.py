@@ -30,10 +30,19 @@ class Caller:
         try:
             res = self.scripts.call(name, keys, args)
         except redis.ResponseError as exc:
-            mismatch = errors.protocol_error(exc, self.namespace)
-            if mismatch is None:
-                raise
-            raise mismatch from None  # the script refused the namespace's protocol
+            raise self._refusal(exc) from None
+        return self.answer(name, res)
+
+    def answer(self, name: str, res: Any) -> list[Any]:
+        """``run``'s reading of a reply to ``name`` that came another way (a pipelined
+        call's, read off the connection)."""
+        if isinstance(res, redis.ResponseError):
+            raise self._refusal(res)
         if res and res[0] == errors.BAD_INPUT:  # every script answers {-9, message}
             raise errors.InputError(f"{name}: {res[1] if len(res) > 1 else 'invalid input'}")
         return res
+
+    def _refusal(self, exc: redis.ResponseError) -> Exception:
+        """A script's error reply: ProtocolMismatchError when it refused the namespace's
+        protocol, else the error itself."""
+        return errors.protocol_error(exc, self.namespace) or exc

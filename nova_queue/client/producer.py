@@ -1,4 +1,4 @@
-"""The producer's calls: enqueue a job (in chunks of 2,000 tasks, all or nothing), cancel it,
+"""The producer's calls: enqueue a job (in chunks of 10,000 tasks, all or nothing), cancel it,
 retry a failed task. A part of :class:`~nova_queue.client.NovaClient`; each call is one Lua
 script per chunk, and an enqueue runs the retention sweep after it (``retention``)."""
 
@@ -86,11 +86,16 @@ class Producer(Part):
         keys = [k.job(job_id), k.jobs(), k.staging(), k.stage(job_id), k.pending(app), k.seq(),
                 k.events(), k.apps(), k.meta()]
         created = threading.Event()  # set once a call created the job: undo it on failure
+        pack = functools.partial(self._chunk_args, job_id, meta, tasks, chunk_size)
+        send = functools.partial(self._send_chunk, keys, job_id, len(tasks), created)
+        starts = range(0, len(tasks), chunk_size)
         try:
-            self._send_chunks(
-                functools.partial(self._chunk_args, job_id, meta, tasks, chunk_size),
-                functools.partial(self._send_chunk, keys, job_id, len(tasks), created),
-                range(0, len(tasks), chunk_size))
+            send(pack(0))  # creates the job (and loads the script where it is not yet)
+            pool = getattr(self.redis, "connection_pool", None)
+            if len(starts) > 1 and isinstance(pool, redis.ConnectionPool):
+                self._send_pipelined(pool, keys, job_id, len(tasks), pack, send, starts[1:])
+            elif len(starts) > 1:  # a cluster client: one chunk per call
+                self._send_chunks(pack, send, starts[1:])
         except BaseException:
             if created.is_set():
                 self.abort(job_id)
@@ -105,7 +110,7 @@ class Producer(Part):
         """enqueue-9's ARGV for the chunk of ``tasks`` from ``start``: the job's fields with
         the first chunk, publish with the last; each distinct cost formatted once. Task
         pairs are encoded here, as redis-py would: this runs while Redis runs the chunk
-        before, and redis-py's packing, which does not, then passes bytes straight on."""
+        before, and redis-py's packing then passes bytes straight on."""
         first, last = start == 0, start + chunk_size >= len(tasks)
         args: list[Any] = [self.prefix, job_id, int(first), int(last),
                            meta if first else "", start, self.maxlen]
@@ -131,14 +136,51 @@ class Producer(Part):
                                                     self.maxlen])
             errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
 
+    def _send_pipelined(self, pool: redis.ConnectionPool, keys: list[str], job_id: str,
+                        n_tasks: int, pack: Callable[[int], list[Any]],
+                        send: Callable[[list[Any]], None], starts: range) -> None:
+        """The chunks after the first on one connection, each sent before the reply to the
+        one before it is read: Redis finds the next chunk waiting when it ends one, and
+        this thread packs the one after while Redis runs it (packed here in one thread, so
+        no packing waits for the GIL). The last chunk's reply goes to ``send``'s reading
+        (it may say tasks are left to publish)."""
+        conn = pool.get_connection()
+        sent: list[int] = []  # chunks sent whose reply is still to be read
+        try:
+            for start in starts:
+                conn.send_packed_command(
+                    self.caller.scripts.packed(conn, "enqueue", keys, pack(start)))
+                sent.append(start)
+                if len(sent) == 2:
+                    self._chunk_reply(conn, job_id)
+                    sent.pop(0)
+            last = self._chunk_reply(conn, job_id)
+            sent.clear()
+        except BaseException:
+            if sent:  # replies left unread: the connection is not fit for another call
+                conn.disconnect()
+            raise
+        finally:
+            pool.release(conn)
+        if int(last[2]) > 0:  # the last chunk: tasks left to publish into a busy queue
+            send([self.prefix, job_id, 0, 1, "", n_tasks, self.maxlen])
+
+    def _chunk_reply(self, conn: Any, job_id: str) -> list[Any]:
+        """The reply to the oldest pipelined chunk, read as ``caller.run`` reads one."""
+        try:
+            res = conn.read_response()
+        except redis.ResponseError as exc:
+            res = exc
+        res = self.caller.answer("enqueue", res)
+        errors.raise_for_code(res[0], job_id=job_id, detail=str(res[1]))
+        return res
+
     @staticmethod
     def _send_chunks(pack: Callable[[int], list[Any]], send: Callable[[list[Any]], None],
                      starts: range) -> None:
-        """Send every chunk, strictly in order (the script rejects any out of order); for a
-        large job, pack the next chunk while Redis runs the one before it (one thread)."""
-        if len(starts) == 1:
-            send(pack(0))
-            return
+        """Send the chunks from ``starts``, strictly in order (the script rejects any out of
+        order), one call each (a cluster client: no one connection to pipeline on); pack
+        the next chunk while Redis runs the one before it (one thread)."""
         inflight: Future[None] | None = None
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nova-enqueue") as pool:

@@ -123,6 +123,20 @@ def test_job_end_to_end_on_a_redis_cluster(cluster, namespace, tmp_path, record)
         nova.close()
 
 
+def test_a_job_of_many_chunks_on_a_redis_cluster(cluster, namespace):
+    """A cluster client has no one connection to pipeline chunks on: they go one call
+    each, every one of them, in order."""
+    nova = chaos_client(cluster.url(), f"{namespace}-chunks")
+    try:
+        for n in (15, 35):  # two chunks, four
+            job = nova.enqueue("synthetic", [TaskSpec(f"c {i}", 1.0) for i in range(n)],
+                               chunk_size=10)
+            assert [t.input for t in nova.job(job).tasks] == [f"c {i}" for i in range(n)]
+            assert nova.job(job, with_tasks=False).pending == n
+    finally:
+        nova.close()
+
+
 def test_a_batched_commit_and_its_claim_on_a_redis_cluster(cluster, namespace):
     """complete_batch builds the committed tasks' and jobs' keys from the prefix: they share
     the namespace's slot, so the script runs on a cluster."""

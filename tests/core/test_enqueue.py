@@ -139,25 +139,51 @@ def test_every_cost_is_checked_after_a_run_of_valid_ones(nova, costs, bad):
 
 
 def test_client_aborts_a_partly_written_job(nova, monkeypatch):
+    """The link drops while the third chunk is packed: the first went alone, the second
+    was sent pipelined and its reply is still unread."""
     calls = {"n": 0}
-    real = nova.scripts.call
+    real = nova.scripts.packed
 
-    def flaky(name, keys, args):
-        if name == "enqueue":
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise ConnectionError("link dropped")
-        return real(name, keys, args)
+    def flaky(conn, name, keys, args):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ConnectionError("link dropped")
+        return real(conn, name, keys, args)
 
-    monkeypatch.setattr(nova.scripts, "call", flaky)
+    monkeypatch.setattr(nova.scripts, "packed", flaky)
     before = ns_keys(nova)
     with pytest.raises(ConnectionError):
         nova.enqueue("synthetic", specs(50), chunk_size=10, job_id="partial")
-    assert calls["n"] == 3
-    monkeypatch.setattr(nova.scripts, "call", real)
+    assert calls["n"] == 2
+    monkeypatch.setattr(nova.scripts, "packed", real)
     # only the namespace's sequence counter moved on (and meta records its protocol); no
     # job, task or index entry remains
     assert [k for k in ns_keys(nova) if k not in (nova.keys.seq(), nova.keys.meta())] == before
+    # the connection with a reply left unread was not handed back to the pool as it was
+    job = nova.enqueue("synthetic", specs(50), chunk_size=10)
+    assert [t.input for t in nova.job(job).tasks] == [s.input for s in specs(50)]
+
+
+def test_a_chunk_refused_mid_pipeline_enqueues_nothing(nova, monkeypatch):
+    """Redis refuses the fourth chunk (a cost no client sends) while the fifth is already
+    on its way: that one finds the job out of order and writes nothing; the job is
+    deleted and the error names the task."""
+    real = nova.producer._chunk_args
+
+    def forged(job_id, meta, tasks, chunk_size, start):
+        args = real(job_id, meta, tasks, chunk_size, start)
+        if start == 30:
+            args[-1] = b"-1"
+        return args
+
+    monkeypatch.setattr(nova.producer, "_chunk_args", forged)
+    before = ns_keys(nova)
+    with pytest.raises(InputError, match="task 39: cost"):
+        nova.enqueue("synthetic", specs(60), chunk_size=10, job_id="refused")
+    assert [k for k in ns_keys(nova) if k not in (nova.keys.seq(), nova.keys.meta())] == before
+    monkeypatch.setattr(nova.producer, "_chunk_args", real)
+    job = nova.enqueue("synthetic", specs(60), chunk_size=10)
+    assert nova.job(job).total == 60 and nova.redis.ping()
 
 
 def test_abandoned_staging_job_is_collected_by_reap(nova):
