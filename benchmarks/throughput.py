@@ -273,7 +273,7 @@ def run_section(server: RedisServer, folder: Path, *, quick: bool,
     worker = worker_throughput.run(server, folder / "workers",
                                    points=worker_throughput.QUICK_POINTS if quick
                                    else worker_throughput.POINTS,
-                                   n_tasks=1000 if quick else 3000, repeats=repeats)
+                                   n_tasks=1000 if quick else n_nova, repeats=repeats)
     rows = [_row(p, runs[p], bull["available"]) for p in PROCESSES]
     return {**_summary(rows, bull), **_worker_summary(worker, rows, bull), "rows": rows, "redis_cost": costs, "round_trip_floor": floor,
             "tasks": {"nova": n_nova, "rq": n_rq, "bullmq": n_nova}, "repeats": repeats,

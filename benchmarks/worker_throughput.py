@@ -13,7 +13,7 @@ The no-op app is a third-party app written as one class (``nova_queue.apps.base.
 installed as a distribution (a dist-info folder with ``entry_points.txt``) on the workers'
 ``PYTHONPATH``, as a user's plugin would be. Its result is two bytes of text.
 
-    python benchmarks/worker_throughput.py --tasks 3000 --point 1:1 --point 1:8   # alone
+    python benchmarks/worker_throughput.py --tasks 10000 --point 1:1 --point 1:8   # alone
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ QUICK_POINTS = ((1, 1), (2, 1))
 
 
 def run(server: RedisServer, folder: Path, *, points: tuple[tuple[int, int], ...] = POINTS,
-        n_tasks: int = 3000, repeats: int = 1) -> dict[str, Any]:
+        n_tasks: int = 10000, repeats: int = 1) -> dict[str, Any]:
     """Rates at each (processes, concurrency) point (median of ``repeats``, points interleaved
     in each repeat) and Redis CPU per task; the best point's figures flat."""
     site = install_app(folder)
@@ -211,7 +211,7 @@ def main() -> None:
     from benchlib import start_redis
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tasks", type=int, default=3000)
+    p.add_argument("--tasks", type=int, default=10000)
     p.add_argument("--point", action="append", metavar="P:C",
                    help="processes:concurrency, repeatable [default: 1:1 2:1 4:1 1:8]")
     p.add_argument("--repeats", type=int, default=1)
