@@ -297,7 +297,8 @@ def markdown(res: dict[str, Any]) -> str:
              f"on {m['date']} ({mode} run, {res['duration_s'] / 60:.1f} min). Do not edit by "
              "hand: rerun it. Ratios are measured side by side in one run (policies and "
              "repeats interleaved); absolute times on this machine are noisy.")
-    out = ["# Benchmarks", "", intro, "", "## Targets", ""]
+    top = report_throughput.headline(res.get("throughput"))
+    out = ["# Benchmarks", "", intro, "", *([top, ""] if top else []), "## Targets", ""]
     out += _table(["target", "measured", "met"],
                   [[x["target"], str(x["measured"]),
                     NA if x["met"] is None else ("**met**" if x["met"] else "**missed**")]

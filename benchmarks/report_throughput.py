@@ -62,6 +62,25 @@ def _worker_targets(t: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
              f"{w['one_process_tasks_per_s']:.0f} tasks/s", w["one_process_tasks_per_s"] >= 2000)]
 
 
+def headline(t: dict[str, Any] | None) -> str | None:
+    """The document's headline: small tasks through what users run (real worker processes)
+    beside BullMQ's real Worker, and the protocol loop labelled as the queue's ceiling; None
+    for a run without real workers."""
+    w = t and t.get("worker")
+    if not w:
+        return None
+    out = (f"**Headline (what users run):** {w['best_processes']} real `nova-queue worker` "
+           f"process(es) on a no-op app ran {w['best_tasks_per_s']:.0f} tasks/s, one process "
+           f"{w['one_process_tasks_per_s']:.0f}")
+    if "nova_worker_over_bullmq" in t:
+        out += (f"; BullMQ's real Worker at its best {t['bullmq_jobs_per_s']:.0f} jobs/s in "
+                f"the same run: **{t['nova_worker_over_bullmq']:.2f} ×**")
+    best = _nova_best(t)
+    return out + (f". The protocol loop (`NovaClient` claim → commit, no app, no store: the "
+                  f"queue's ceiling, not the product's rate) ran {best['nova_tasks_per_s']:.0f}"
+                  " tasks/s.")
+
+
 def worker_section(t: dict[str, Any]) -> list[str]:
     """Small tasks through real worker processes: the product's own figure, beside BullMQ's
     real Worker of the same run (its kept block of BENCHMARKS.md)."""

@@ -172,6 +172,22 @@ def test_the_1m_enqueue_target_reads_the_1m_row(monkeypatch):
     assert row({"scale": quick}) == [("—", None)]
 
 
+def test_the_headline_is_the_real_workers_figure(monkeypatch):
+    """The document opens with what users run beside BullMQ's real Worker; the protocol
+    loop comes after it, named as the queue's ceiling. A run without real workers: none."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    headline = _load("report_throughput").headline
+    worker = {"best_processes": 2, "best_tasks_per_s": 25381.4, "one_process_tasks_per_s": 16502}
+    t = {"worker": worker, "nova_worker_over_bullmq": 1.33, "bullmq_jobs_per_s": 19083,
+         "rows": [{"nova_tasks_per_s": 23570}, {"nova_tasks_per_s": 37388}]}
+    text = headline(t)
+    assert text.startswith("**Headline (what users run):** 2 real `nova-queue worker`")
+    assert "25381 tasks/s, one process 16502" in text and "19083 jobs/s" in text
+    assert "**1.33 ×**" in text and text.index("1.33") < text.index("protocol loop")
+    assert "ceiling, not the product's rate) ran 37388 tasks/s" in text
+    assert headline({"rows": t["rows"]}) is None and headline(None) is None
+
+
 def test_the_soak_figures_and_their_render(tmp_path, monkeypatch):
     """``soak.summarize`` on samples of known memory: the growth from the end of the warm-up
     to the end (each a mean of 3 samples), the throughput held; then its plot and section."""
