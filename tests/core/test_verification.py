@@ -119,6 +119,30 @@ def test_a_mismatch_quarantines_the_maker_and_reruns_what_it_committed_unverifie
     assert {t.worker_id for t in nova.job(job).tasks} == {"direct"}
 
 
+def test_a_caught_workers_results_are_all_checked_while_it_is_quarantined(nova):
+    """Caught lying while it held more leases: their results are held for verification
+    however its streak stands (checks of its earlier results that agreed may raise it
+    after the catch); left unverified, they would stand, as no mismatch follows."""
+    job = setup_job(nova, 4)
+    liar = "tok.aaaaaaaaaaaa"
+    new_worker(nova, liar)
+    verifier(nova, "direct")
+    set_speed(nova, liar, "synthetic", 0.01)
+    leases = nova.claim(liar, "synthetic", 4).leases
+    assert len(leases) == 4
+    commit(nova, liar, leases[0])  # a new worker's first result: held, and a lie
+    [check] = nova.claim("direct", "synthetic").leases
+    nova.complete("direct", check, rkey(check), run_s=0.1, warm=True, meta=MISMATCH)
+    assert worker_hash(nova, liar)["quarantined"] == "1"
+    nova.redis.hset(nova.keys.trust("tok"), "streak", 10**6)  # sampled at VERIFY_FLOOR
+    commit(nova, liar, leases[1])
+    nova.complete_batch(liar, [BatchCommit(x, rkey(x), 0.01, True, {}) for x in leases[2:]])
+    for lease in leases[1:]:
+        assert task_hash(nova, lease.task_id)["state"] == "verifying", lease.task_id
+    assert nova.redis.zcard(nova.keys.unverified("tok")) == 0
+    assert nova.job(job).verifying == 3
+
+
 def test_a_finished_job_with_a_withdrawn_result_runs_again(nova):
     liar = "tok.aaaaaaaaaaaa"
     new_worker(nova, liar)
