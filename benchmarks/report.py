@@ -297,6 +297,9 @@ def markdown(res: dict[str, Any]) -> str:
              f"on {m['date']} ({mode} run, {res['duration_s'] / 60:.1f} min). Do not edit by "
              "hand: rerun it. Ratios are measured side by side in one run (policies and "
              "repeats interleaved); absolute times on this machine are noisy.")
+    for name, how in (res.get("later") or {}).items():  # merged by hand, said so here
+        intro += (f" The {name} section's figures (its block and its targets) are from a "
+                  f"later run: {how}.")
     top = report_throughput.headline(res.get("throughput"))
     out = ["# Benchmarks", "", intro, "", *([top, ""] if top else []), "## Targets", ""]
     out += _table(["target", "measured", "met"],
