@@ -118,13 +118,13 @@ def _answer(code: int, finished: bool, task_id: str) -> CompleteResult | errors.
 
 def _meta_json(meta: Mapping[str, Any]) -> str:
     """A commit's meta as JSON; a batch's metas are mostly alike (the same worker, backend
-    and content type): the texts of the last few are reused."""
+    and content type): the texts of the last few all-text ones are reused (only text: 1,
+    1.0 and True are one cache key, and three JSON texts)."""
     if not meta:
         return "{}"
-    try:
+    if all(type(v) is str for v in meta.values()):
         return _meta_text(tuple(meta.items()))
-    except TypeError:  # a value that cannot be a cache key: no reuse
-        return json.dumps(dict(meta))
+    return json.dumps(dict(meta))
 
 
 @functools.lru_cache(maxsize=64)

@@ -214,3 +214,18 @@ def test_a_backup_attempt_commits_in_a_batch_and_the_first_attempt_is_then_stale
     assert task_hash(nova, backup.task_id)["result"] == rkey(backup)
     assert nova.job(job, with_tasks=False).state == "done"
     assert [e.fields["task"] for e in events(nova, "completed")] == ["0", "1"]
+
+
+def test_a_commits_meta_json_is_reused_only_where_it_cannot_differ():
+    """Metas of text are alike across a batch and their JSON is reused; 1, 1.0 and True
+    are equal as cache keys but not as JSON, so metas with other values are always encoded."""
+    import json
+
+    from nova_queue.client.batch import _meta_json
+
+    meta = {"backend": "cpu", "worker": "w", "bytes": "2"}
+    assert _meta_json(meta) == json.dumps(meta) and _meta_json(dict(meta)) == json.dumps(meta)
+    assert [_meta_json({"x": v}) for v in (1, True, 1.0)] == ['{"x": 1}', '{"x": true}',
+                                                              '{"x": 1.0}']
+    assert _meta_json({"verify": {"cand": "agree"}}) == '{"verify": {"cand": "agree"}}'
+    assert _meta_json({}) == "{}"
