@@ -38,6 +38,30 @@ _RESULT_KEY = re.compile(r"^jobs/([A-Za-z0-9_-]{1,64})/results/(\d{5,12})-g\d{1,
                          r"[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9]{1,16}$")
 
 
+def candidate_bytes(client: redis.Redis, keys: Keyspace, store: ResultStore, tid: str,
+                    slot: str, key: str | None, max_bytes: int = 0) -> bytes | None:
+    """The result ``slot`` (``cand`` or ``cand2``) of task ``tid`` awaiting verification:
+    its inline copy (``inline:<task>`` field ``slot``), else the store's object ``key``;
+    None when it has neither. With ``max_bytes``, StoreError for a larger object (a
+    gateway's verifier reads no more than a worker may send)."""
+    data = client.execute_command("HGET", keys.inline(tid), slot, **{NEVER_DECODE: []})
+    if data is not None:
+        return bytes(data)
+    if not key:
+        return None
+    if max_bytes:
+        info = store.head(key)
+        if info is None:
+            return None
+        if info.size > max_bytes:
+            raise errors.StoreError(f"{key} is {info.size} bytes; the gateway serves "
+                                    f"{max_bytes}")
+    try:
+        return store.get(key).data
+    except errors.ObjectNotFoundError:
+        return None
+
+
 def check_inline(data: bytes) -> None:
     """Raise InputError unless ``data`` is bytes a commit may hold inline (empty: none)."""
     if not isinstance(data, (bytes, bytearray)) or len(data) > MAX_INLINE_BYTES:

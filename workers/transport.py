@@ -22,12 +22,11 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
-from redis.client import NEVER_DECODE
-
 from nova_queue import protocol, wake
 from nova_queue.client import BatchCommit, BatchResult, NovaClient
 from nova_queue.errors import ObjectExistsError, ObjectNotFoundError
 from nova_queue.models import ClaimResult, CompleteResult, FailResult, Lease, RenewResult
+from nova_queue.results import candidate_bytes
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
 from nova_queue.workers.link import GatewayLink
@@ -255,15 +254,12 @@ class DirectTransport:
 
     def candidate(self, lease: Lease, slot: str) -> bytes:
         """The candidate held inline (``inline:<task>`` field ``slot``), else the store's
-        object under its result key."""
-        data = self.client.redis.execute_command(
-            "HGET", self.client.keys.inline(lease.task_id), slot, **{NEVER_DECODE: []})
-        if data is not None:
-            return bytes(data)
-        key = (lease.verify or {}).get(slot)
-        if not key:
+        object under its result key (:func:`~nova_queue.results.candidate_bytes`)."""
+        data = candidate_bytes(self.client.redis, self.client.keys, self._store(),
+                               lease.task_id, slot, (lease.verify or {}).get(slot))
+        if data is None:
             raise ObjectNotFoundError(f"{lease.task_id}: no candidate {slot}")
-        return self._store().get(key).data
+        return data
 
     def verification(self, lease: Lease) -> dict[str, str] | None:
         """The task's candidates, read from Redis, when ``lease`` is the task's lease now."""

@@ -45,17 +45,16 @@ import logging
 from typing import Any
 
 from flask import request
-from redis.client import NEVER_DECODE
 
 from nova_queue import errors, wire
 from nova_queue.gateway.auth import HOLDER_FIELDS, Caller
 from nova_queue.keys import RESULT_EXT_RE, result_key
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import Lease
+from nova_queue.results import candidate_bytes
 from nova_queue.stores.base import normalize_metadata
 
 log = logging.getLogger(__name__)
-
 
 
 def parse_json(raw: bytes | str, what: str) -> dict[str, Any]:
@@ -267,23 +266,10 @@ def delete_orphan(state, caller: Caller, key: str) -> None:
 
 
 def candidate(state, tid: str, slot: str) -> bytes | None:
-    """The result ``slot`` (``cand`` or ``cand2``) of task ``tid`` awaiting verification:
-    its inline copy (``inline:<task>``), else the store's object under the task's key for
-    it; None when the task has none. StoreError (503) for an object larger than the
-    gateway's result limit: a verifier reads no more than a worker may send."""
-    r, keys = state.client.redis, state.client.keys
-    pipe = r.pipeline(transaction=False)
-    pipe.execute_command("HGET", keys.inline(tid), slot, **{NEVER_DECODE: []})
-    pipe.hget(keys.task(tid), slot)
-    data, key = pipe.execute()
-    if data is not None:
-        return bytes(data)
-    if not key:
-        return None
-    limit = state.settings.gateway_max_result_bytes
-    info = state.store.head(key)
-    if info is None:
-        return None
-    if limit and info.size > limit:
-        raise errors.StoreError(f"{key} is {info.size} bytes; the gateway serves {limit}")
-    return state.store.get(key).data
+    """The result ``slot`` (``cand`` or ``cand2``) of task ``tid`` awaiting verification
+    (:func:`nova_queue.results.candidate_bytes`, its object at most the gateway's result
+    limit); None when the task has none."""
+    client = state.client
+    return candidate_bytes(client.redis, client.keys, state.store, tid, slot,
+                           client.redis.hget(client.keys.task(tid), slot),
+                           state.settings.gateway_max_result_bytes)
