@@ -4,8 +4,9 @@ in :mod:`nova_queue.apps.txt2img_params`; device and loading helpers in
 :mod:`~nova_queue.workers.apps.txt2img_torch`.
 
 Reproducibility: noise comes from a CPU ``torch.Generator`` per task, seeded with
-:func:`~nova_queue.apps.txt2img_params.task_seed`, so one seed gives the same starting latents
-on every backend (images then differ only by each backend's arithmetic). A batch gets a list of
+:func:`~nova_queue.apps.txt2img_params.task_seed` and drawn in float32 whatever the model's
+dtype, so one seed gives the same starting latents on every backend and precision (images
+then differ only by each backend's arithmetic). A batch gets a list of
 generators, so batching does not change which noise a task gets (batched kernels may still
 round differently: on CPU a few pixels differ by one 8-bit level from a batch-of-1 run).
 
@@ -236,6 +237,7 @@ class Txt2ImgRunner(AppRunner):
             prompt=[t.input for t in tasks], num_inference_steps=params["steps"],
             guidance_scale=params["guidance"], width=params["width"], height=params["height"],
             generator=generators, output_type="np",  # floats: NaN is still visible
+            **self._starting_latents(generators, params),
         )
         self._synchronize()
         self.last_run_s = time.perf_counter() - started
@@ -243,6 +245,27 @@ class Txt2ImgRunner(AppRunner):
         if slowdown > 1.0:  # simulate slower hardware (--slowdown) for fleet demos
             time.sleep(self.last_run_s * (slowdown - 1.0))
         return list(result.images)
+
+    def _starting_latents(self, generators: list[Any], params: Mapping[str, Any]
+                          ) -> dict[str, Any]:
+        """``{"latents": ...}``: each task's starting noise drawn in float32 from its
+        generator (as diffusers draws it), then cast to the pipeline's dtype; ``{}`` for a
+        pipeline without a UNet (diffusers then draws it).
+
+        diffusers draws the noise in the pipeline's dtype, and torch's CPU sampler gave
+        float16 and bfloat16 other numbers than float32 for one seed (torch 2.11: a GPU
+        worker's fp16 image of a task shared nothing with a CPU worker's, 28-34 bits of 64
+        apart), so honest workers failed each other's verification. float32 noise is the
+        same in every dtype and torch release."""
+        import torch
+
+        unet, scale = getattr(self.pipe, "unet", None), getattr(self.pipe, "vae_scale_factor", None)
+        channels = getattr(getattr(unet, "config", None), "in_channels", None)
+        if not isinstance(channels, int) or not isinstance(scale, int):
+            return {}
+        shape = (1, channels, params["height"] // scale, params["width"] // scale)
+        noise = [torch.randn(shape, generator=g, dtype=torch.float32) for g in generators]
+        return {"latents": torch.cat(noise).to(dtype=unet.dtype)}
 
     def _encode(self, task: TaskInput, image: Any, params: Mapping[str, Any]) -> TaskOutput:
         from PIL.PngImagePlugin import PngInfo
