@@ -10,10 +10,12 @@ batch instead of one. Different tasks: the same prompt with another seed, anothe
 with the same seed (reported only: the tiny model's text encoder is random, so another
 prompt moves its noise images by a few levels, which no perceptual hash sees). It exits 1
 unless the threshold lies above every same-task distance and below every other-seed one.
-CUDA, ROCm and MPS are not measured here.
+With ``--gpu`` the same tasks are also rendered on this machine's CUDA/ROCm device, in fp16
+(what a GPU worker picks) and fp32, against the CPU's reference; MPS is not measured.
 
     python benchmarks/verify_threshold.py                 # 8 prompts x 3 seeds, 64x64
     python benchmarks/verify_threshold.py --size 128 --json out.json
+    python benchmarks/verify_threshold.py --gpu           # also each task on the GPU
 """
 
 from __future__ import annotations
@@ -45,15 +47,25 @@ PROMPTS = ["a photograph of an astronaut riding a horse", "a red apple on a wood
            "a watercolor of a mountain lake", "a robot reading a book in a library"]
 
 
-def runner_for(model: Path, dtype: str) -> Any:
-    """A txt2img runner set up on the CPU with ``dtype``, its model loaded."""
+def runner_for(model: Path, dtype: str, backend: str = "cpu") -> Any:
+    """A txt2img runner set up with ``dtype`` on the CPU or (cuda/rocm) the first GPU."""
     from nova_queue.workers.apps.txt2img import Txt2ImgRunner
 
+    device = "cpu" if backend == "cpu" else "cuda:0"
     runner = Txt2ImgRunner(load_app("txt2img"))
-    runner.setup(AppContext(backend="cpu", device="cpu", device_name="cpu", worker_id="w",
-                            worker_name="measure", options={"dtype": dtype,
-                                                            "model": str(model)}))
+    runner.setup(AppContext(backend=backend, device=device, device_name=device,
+                            worker_id="w", worker_name="measure",
+                            options={"dtype": dtype, "model": str(model)}))
     return runner
+
+
+def gpu_backend() -> str:
+    """cuda or rocm, as this machine's torch sees its first GPU; SystemExit without one."""
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit("--gpu: torch sees no CUDA/ROCm device here")
+    return "rocm" if getattr(torch.version, "hip", None) else "cuda"
 
 
 def render(runner: Any, params: dict[str, Any], tasks: list[tuple[str, int]],
@@ -96,9 +108,9 @@ def classic_attention(runner: Any) -> Iterator[None]:
         runner.pipe.vae.set_attn_processor(AttnProcessor2_0())
 
 
-def variants(model: Path, params: dict[str, Any], tasks: list[tuple[str, int]]
-             ) -> dict[str, list[bytes]]:
-    """Each variant's PNGs of ``tasks`` (the reference first)."""
+def variants(model: Path, params: dict[str, Any], tasks: list[tuple[str, int]],
+             gpu: str | None = None) -> dict[str, list[bytes]]:
+    """Each variant's PNGs of ``tasks`` (the reference first); on ``gpu`` (cuda/rocm) too."""
     import torch
 
     fp32, bf16 = runner_for(model, "float32"), runner_for(model, "bfloat16")
@@ -114,7 +126,19 @@ def variants(model: Path, params: dict[str, Any], tasks: list[tuple[str, int]]
                                                  lambda: render(fp32, params, tasks)),
         "fp32, batch of 4": lambda: render(fp32, params, tasks, batch=4),
     }
+    for dtype in ("float16", "float32") if gpu else ():
+        made[f"{gpu} {dtype}"] = lambda dtype=dtype: _on_gpu(model, params, tasks, gpu, dtype)
     return {name: make() for name, make in made.items()}
+
+
+def _on_gpu(model: Path, params: dict[str, Any], tasks: list[tuple[str, int]], backend: str,
+            dtype: str) -> list[bytes]:
+    runner = runner_for(model, dtype, backend)
+    try:
+        runner.prepare(params)
+        return render(runner, params, tasks)
+    finally:
+        runner.teardown()
 
 
 def _with(ctx: contextlib.AbstractContextManager, fn: Callable[[], list[bytes]]) -> list[bytes]:
@@ -141,8 +165,8 @@ def numerics(ref: list[bytes], pngs: list[bytes]) -> dict[str, Any]:
             "mean_abs_levels": round(max(mean_levels(a, b) for a, b in zip(ref, pngs)), 3)}
 
 
-def measure(n_prompts: int, n_seeds: int, size: int, steps: int, guidance: float = 0.0
-            ) -> dict[str, Any]:
+def measure(n_prompts: int, n_seeds: int, size: int, steps: int, guidance: float = 0.0,
+            gpu: str | None = None) -> dict[str, Any]:
     """Distances of every population, and the problems validate found (none expected)."""
     from nova_queue.workers.apps.txt2img_model import make_model
 
@@ -153,7 +177,7 @@ def measure(n_prompts: int, n_seeds: int, size: int, steps: int, guidance: float
              "guidance": guidance})
         tasks = [(p, s) for p in PROMPTS[:n_prompts] for s in range(n_seeds)]
         started = time.perf_counter()
-        images = variants(model, params, tasks)
+        images = variants(model, params, tasks, gpu)
     ref = images["fp32"]
     same = {name: [phash_distance(a, b) for a, b in zip(ref, pngs)]
             for name, pngs in images.items() if name != "fp32"}
@@ -192,10 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--guidance", type=float, default=0.0)
+    parser.add_argument("--gpu", action="store_true",
+                        help="also render each task on this machine's CUDA/ROCm device")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
     result = measure(min(args.prompts, len(PROMPTS)), args.seeds, args.size, args.steps,
-                     args.guidance)
+                     args.guidance, gpu_backend() if args.gpu else None)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
