@@ -20,6 +20,7 @@ serves on it (``tests/project/test_layering.py``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -27,6 +28,7 @@ import socket
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -166,7 +168,7 @@ def serve_until_interrupted(server: Any, on_ready: Callable[[int], None] | None,
         if isinstance(server, BaseWSGIServer):
             server.serve_forever()
         else:
-            server.run()
+            _run_waitress(server)
     finally:
         if isinstance(server, BaseWSGIServer):
             server.server_close()
@@ -176,19 +178,46 @@ def serve_until_interrupted(server: Any, on_ready: Callable[[int], None] | None,
         close()
 
 
+#: waitress servers :func:`stop` was called for (their loops end at their next turn)
+_STOPPING: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _channels(server: Any) -> dict[int, Any]:
+    """A waitress server's socket map: its listening socket(s), trigger and connections."""
+    return getattr(server, "map", None) or server._map
+
+
+def _run_waitress(server: Any) -> None:
+    """waitress's ``run()``, with a turn that ends it: after :func:`stop`, the loop's own
+    thread closes every channel (waitress's loop is not thread-safe) and returns. Ctrl-C
+    ends it too, as in ``run()``."""
+    from waitress import wasyncore
+
+    channels, adj = _channels(server), server.adj
+    try:
+        while channels and server not in _STOPPING:
+            wasyncore.loop(timeout=adj.asyncore_loop_timeout, map=channels,
+                           use_poll=adj.asyncore_use_poll, count=1)
+    except (SystemExit, KeyboardInterrupt):
+        return
+    wasyncore.close_all(channels, ignore_all=True)
+
+
 def stop(server: Any) -> None:
     """From another thread: end :func:`serve_until_interrupted` on ``server`` (it returns
     once the server's loop sees it; open connections are closed)."""
     if isinstance(server, BaseWSGIServer):
         server.shutdown()
         return
-    from waitress import wasyncore
-
-    channels = getattr(server, "map", None) or server._map
-    # the loop's own thread closes every channel (waitress's loop is not thread-safe);
-    # with none left, run() returns
-    trigger = next(s.trigger for s in [server, *channels.values()] if hasattr(s, "trigger"))
-    trigger.pull_trigger(lambda: wasyncore.close_all(channels, ignore_all=True))
+    _STOPPING.add(server)
+    # Wake the loop now; without the wake it still ends within asyncore_loop_timeout (1 s),
+    # so a trigger the server closed already (it closes it with itself after an error in
+    # its accept) only delays the stop.
+    trigger = next(s.trigger for s in [server, *list(_channels(server).values())]
+                   if hasattr(s, "trigger"))
+    if not getattr(trigger, "_closed", False):
+        with contextlib.suppress(OSError):
+            trigger.pull_trigger()
 
 
 def _client(addr: Any) -> str | None:

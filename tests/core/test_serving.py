@@ -193,6 +193,21 @@ def test_serve_until_interrupted_reports_the_port_then_closes_both(server):
         get(ready[0])  # nothing listens any more
 
 
+def test_stop_ends_a_waitress_loop_whose_trigger_is_closed_already():
+    """waitress closes its wake-up trigger with the server (after an error in its accept,
+    say); stop must still end the loop (CI once saw stop's wake-up fail with EBADF)."""
+    server = waitress_server(Recorder())
+    thread = threading.Thread(target=serving.serve_until_interrupted,
+                              args=(server, None, lambda: None), daemon=True)
+    thread.start()
+    server.trigger.pull_trigger(server.trigger.close)  # closed by the loop's own thread
+    wait_for(lambda: server.trigger._closed, message="the trigger to be closed")
+    assert get(serving.bound_port(server)) == (200, b"ok")  # still serving without it
+    serving.stop(server)
+    thread.join(10)
+    assert not thread.is_alive()
+
+
 def test_the_default_server_is_waitress_when_installed(monkeypatch):
     assert serving.default_server() == "waitress"
     monkeypatch.setitem(sys.modules, "waitress", None)  # as if not installed
