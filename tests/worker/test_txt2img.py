@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -316,6 +317,27 @@ def test_batch_runs_the_pipeline_once_and_matches_single_runs(app, model_dir, pi
         assert b.metadata == s.metadata
         # Batched CPU kernels may round differently: allow one 8-bit step, nothing more.
         assert (pixels(b.data) - pixels(s.data)).abs().max() <= 1
+
+
+def test_a_batchs_pngs_are_encoded_on_several_threads_in_task_order(model_dir: Path,
+                                                                   monkeypatch):
+    app = runner()
+    app.setup(cpu(model_dir))
+    app.encode_threads = 2
+    both = threading.Barrier(2, timeout=20)  # passes only when two encodes run at once
+    real = Txt2ImgRunner._encode
+
+    def encode(self, task, image, params):
+        if task.index < 2:
+            both.wait()
+        return real(self, task, image, params)
+
+    monkeypatch.setattr(Txt2ImgRunner, "_encode", encode)
+    prompts = ["a cat", "a dog", "a horse"]
+    batch = app.run_batch(make_inputs(job_params(model_dir, seed="9"), prompts))
+    app.teardown()
+    assert [o.metadata["prompt"] for o in batch] == prompts
+    assert app._encoders is None  # teardown stopped the threads
 
 
 def test_oom_splits_the_batch_and_succeeds(app, model_dir, pipeline_calls):
