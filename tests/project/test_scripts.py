@@ -1,5 +1,6 @@
 """scripts/test (the README's and CI's test command; its torch choice is
-``nova-queue setup-torch``'s, tested in tests/cli/test_setup_torch.py)."""
+``nova-queue setup-torch``'s, tested in tests/cli/test_setup_torch.py), and scripts/gpu-check
+where no GPU is."""
 
 from __future__ import annotations
 
@@ -72,3 +73,20 @@ def test_script_fails_when_no_test_is_collected():
                       "no:cacheprovider")
     assert proc.returncode == 1
     assert "pytest collected no tests: treating that as a failure" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_gpu_check_runs_the_steps_asked_for_and_names_the_failed_ones(tmp_path):
+    """scripts/gpu-check without a GPU: its GPU tests skip (the backend tests pass), so that
+    step passes; verify-threshold --gpu refuses, so the script fails naming that step."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHON": sys.executable, "GPU_CHECK_OUT": str(out),
+           "GPU_CHECK_STEPS": "gpu-tests verify-threshold"}
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check")], capture_output=True,
+                          text=True, timeout=280, cwd=ROOT, env=env, check=False)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == "failed: verify-threshold"
+    assert "== gpu-tests: exit 0" in proc.stdout and "bench-eager" not in proc.stdout
+    assert "needs a CUDA/ROCm device" in (out / "gpu-tests.log").read_text()
+    assert "torch sees no CUDA/ROCm device" in (out / "verify-threshold.log").read_text()
