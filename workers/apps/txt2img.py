@@ -283,8 +283,8 @@ class Txt2ImgRunner(AppRunner):
         diffusers draws the noise in the pipeline's dtype, and torch's CPU sampler gave
         float16 and bfloat16 other numbers than float32 for one seed (torch 2.11: a GPU
         worker's fp16 image of a task shared nothing with a CPU worker's, 28-34 bits of 64
-        apart), so honest workers failed each other's verification. float32 noise is the
-        same in every dtype and torch release."""
+        apart), so honest workers failed each other's verification. Noise drawn in float32
+        does not depend on the model's dtype."""
         import torch
 
         unet, scale = getattr(self.pipe, "unet", None), getattr(self.pipe, "vae_scale_factor", None)
