@@ -99,7 +99,7 @@ class _Answer:
 
 def in_process(settings: Settings, admin: NovaClient, n: int) -> tuple[list[float], dict]:
     """The commit through Flask's test client, and the gateway's Redis work alone."""
-    from nova_queue.gateway import create_app
+    from nova_queue.web.gateway import create_app
     from nova_queue.workers import link as link_mod
 
     app = create_app(settings=settings)

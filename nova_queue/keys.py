@@ -374,7 +374,7 @@ class Keyspace:
     def web_unlock_fails(self, client: str) -> str:
         return self._k("web", "fails", client)
 
-    # gateway worker tokens (nova_queue/tokens.py, nova_queue/gateway)
+    # gateway worker tokens (nova_queue/tokens.py, web/gateway)
     def tokens(self) -> str:
         return self._k("tokens")
 

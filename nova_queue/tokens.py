@@ -2,7 +2,7 @@
 
 A token is a random secret (``secrets.token_urlsafe``) shown once at creation; Redis keeps
 only its SHA-256 (``token:<digest>``, and ``tokens``: name -> digest), so a copy of Redis
-does not give anyone a worker login. The gateway (``nova_queue/gateway``) finds a request's
+does not give anyone a worker login. The gateway (``web/gateway``) finds a request's
 token by hashing the ``Authorization: Bearer`` value. A token carries what its worker may
 do: the apps it may serve (empty: any), labels its worker's labels are pinned to, its trust
 and its owner (who runs the machine: a worker that is not trusted never verifies a result

@@ -1,6 +1,6 @@
 """Waiting for work: sleep up to a claim's hint, but wake as soon as a job is enqueued or a
 task requeued (the event stream says so, ``XREAD BLOCK``). The direct worker
-(``nova_queue.workers.runtime``) and the gateway's long-polled claim (``nova_queue/gateway``)
+(``nova_queue.workers.runtime``) and the gateway's long-polled claim (``web/gateway``)
 both wait this way."""
 
 from __future__ import annotations

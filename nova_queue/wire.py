@@ -1,4 +1,4 @@
-"""The worker protocol's values as JSON, for the gateway (``nova_queue/gateway``) and its
+"""The worker protocol's values as JSON, for the gateway (``web/gateway``) and its
 client in the worker (``nova_queue.workers.link``): one definition on both sides."""
 
 from __future__ import annotations

@@ -324,7 +324,7 @@ class GatewayLink:
 
     def _send_commit(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST a commit with its kept result: one raw body, the commit's JSON then the
-        result's bytes (``nova_queue/gateway/commits.py``). A store failure at the gateway
+        result's bytes (``web/gateway/commits.py``). A store failure at the gateway
         counts as unreachable: the executor retries the commit."""
         data, content_type, meta = self._kept(body["key"])
         head = json.dumps({"commit": body, "content_type": content_type,

@@ -1,6 +1,6 @@
 """``nova-queue tokens`` (create, list, revoke) and ``nova-queue gateway``: workers on
 machines you do not control join through the gateway with a token instead of Redis and
-store credentials (``nova_queue/gateway``, ``nova_queue/tokens.py``)."""
+store credentials (``web/gateway``, ``nova_queue/tokens.py``)."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def gateway(ctx: Context, bind: str, server: str | None, threads: int) -> None:
     credentials on their machines)."""
     host, port = _host_port(bind)
     try:
-        from nova_queue.gateway import serve
+        from nova_queue.web.gateway import serve
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in _GATEWAY_DEPENDENCIES:
             fail(f"the gateway needs Flask: pip install 'nova-queue[gateway]' ({exc.name} is "

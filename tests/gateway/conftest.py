@@ -12,8 +12,8 @@ from novatests.serving import served
 
 from nova_queue import Settings, tokens
 from nova_queue.client import NovaClient
-from nova_queue.gateway import create_app
 from nova_queue.serving import werkzeug_server
+from nova_queue.web.gateway import create_app
 
 
 @pytest.fixture

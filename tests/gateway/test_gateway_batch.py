@@ -130,7 +130,7 @@ def _raw(gw, headers: dict, body: bytes):
 
 
 def test_the_token_is_checked_before_the_body_is_read(gw_settings, caplog):
-    from nova_queue.gateway import create_app
+    from nova_queue.web.gateway import create_app
 
     app = create_app(settings=gw_settings)  # as it serves: an exception would be a 500
     try:
@@ -147,7 +147,7 @@ def test_the_token_is_checked_before_the_body_is_read(gw_settings, caplog):
 
 
 def test_a_batch_body_is_bounded(gw_settings, admin, make_token):
-    from nova_queue.gateway import create_app
+    from nova_queue.web.gateway import create_app
 
     app = create_app({"TESTING": True}, settings=dataclasses.replace(
         gw_settings, gateway_max_result_bytes=2048))
@@ -202,7 +202,7 @@ def joined_link(url: str, admin, token: str, k: int, size: int = 8,
 def test_the_link_cuts_a_batch_within_the_gateways_limits(gw_settings, admin, make_token):
     """Results of 1500 bytes against a limit of 2048: one request each, the claim with the
     last; every commit answered, in order."""
-    from nova_queue.gateway import create_app
+    from nova_queue.web.gateway import create_app
 
     settings = dataclasses.replace(gw_settings, gateway_max_result_bytes=2048)
     app = create_app(settings=settings)

@@ -134,7 +134,7 @@ def test_protocol_mismatch_is_a_clear_error(gw, make_token, admin):
 def small(gw_settings, tmp_path):
     import dataclasses
 
-    from nova_queue.gateway import create_app
+    from nova_queue.web.gateway import create_app
 
     settings = dataclasses.replace(gw_settings, gateway_max_result_bytes=2048,
                                    gateway_rate_per_min=5)

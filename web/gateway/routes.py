@@ -10,7 +10,7 @@ custom label the token does not grant is refused: requirements are checked again
 the pool's owner vouched for. ``claim`` long-polls: with nothing to claim it waits, as the
 direct worker does (:mod:`nova_queue.wake`), up to ``wait_ms`` (at most 10 s), and claims
 again when work arrives. The commits, which carry their results (``complete``,
-``complete_batch``), are in :mod:`~nova_queue.gateway.commits`.
+``complete_batch``), are in :mod:`~nova_queue.web.gateway.commits`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from nova_queue import __version__, errors, protocol, wake, wire
-from nova_queue.gateway import results
-from nova_queue.gateway.auth import Caller, authenticate, set_if_exists
 from nova_queue.keys import ATTEMPT_ID_RE
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import ClaimResult, Lease
 from nova_queue.placement import AUTOMATIC_LABELS, labels_from_json
+from nova_queue.web.gateway import results
+from nova_queue.web.gateway.auth import Caller, authenticate, set_if_exists
 
 bp = Blueprint("gateway", __name__, url_prefix="/v1")
 
@@ -42,7 +42,7 @@ MAX_JSON_BYTES = 1024 * 1024
 
 
 def gateway_state():
-    """The gateway's :class:`~nova_queue.gateway.app.GatewayState`: client, store, settings."""
+    """The gateway's :class:`~nova_queue.web.gateway.app.GatewayState`: client, store, settings."""
     return current_app.extensions["nova_gateway"]
 
 

@@ -32,11 +32,11 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from nova_queue import errors, serving, wire
 from nova_queue.client import NovaClient
 from nova_queue.dist import WheelCache
-from nova_queue.gateway import commits, dist, routes
-from nova_queue.gateway.auth import AUTH_LUA, RateLimited
 from nova_queue.serving import WaitressLimits
 from nova_queue.settings import Settings
 from nova_queue.stores import ResultStore, open_store
+from nova_queue.web.gateway import commits, dist, routes
+from nova_queue.web.gateway.auth import AUTH_LUA, RateLimited
 
 log = logging.getLogger(__name__)
 

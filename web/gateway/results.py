@@ -7,7 +7,7 @@ The worker's link sends a commit as one raw body (``Content-Type:``
 (``{"commit", "content_type", "metadata"}``, its length in the header
 ``COMMIT_LENGTH_HEADER``, at most ``MAX_COMMIT_HEAD_BYTES``), then the result's bytes, with
 the lease's task id in ``COMMIT_TASK_HEADER``. The gateway authenticates the request and
-reads that task's holder in one round trip (:mod:`~nova_queue.gateway.auth`) before it
+reads that task's holder in one round trip (:mod:`~nova_queue.web.gateway.auth`) before it
 parses a byte of the body: no multipart parse, no JSON of an unauthenticated body. A
 multipart body (the commit's JSON in the field ``commit``, the result in the file ``data``
 with ``content_type`` and ``metadata``: what the first release's link sends) is accepted
@@ -47,12 +47,12 @@ from typing import Any
 from flask import request
 
 from nova_queue import errors, wire
-from nova_queue.gateway.auth import HOLDER_FIELDS, Caller
 from nova_queue.keys import RESULT_EXT_RE, result_key
 from nova_queue.limits import MAX_CLAIM_K
 from nova_queue.models import Lease
 from nova_queue.results import candidate_bytes
 from nova_queue.stores.base import normalize_metadata
+from nova_queue.web.gateway.auth import HOLDER_FIELDS, Caller
 
 log = logging.getLogger(__name__)
 

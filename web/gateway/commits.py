@@ -6,7 +6,7 @@ commits them), each optionally claiming the next tasks in the same script.
 Both check everything the gateway can check before anything is written (each commit's
 lease, its key, its numbers and metadata, the next claim, the results' sizes: 400, 403,
 413, nothing written), then write the result of each commit whose lease this worker holds
-now under that attempt's key (:mod:`~nova_queue.gateway.results`), then run the commit
+now under that attempt's key (:mod:`~nova_queue.web.gateway.results`), then run the commit
 script. A commit the scripts refuse deletes only its own result (if this worker wrote it:
 :data:`~nova_queue.errors.COMMIT_REFUSALS`); a batch refused whole (one bad commit: the
 script checks them all before it writes) deletes what it wrote for each, and the worker's
@@ -26,11 +26,11 @@ from flask import Blueprint, jsonify
 
 from nova_queue import errors, wire
 from nova_queue.client import BatchCommit
-from nova_queue.gateway import results
-from nova_queue.gateway.auth import Caller, authenticate
-from nova_queue.gateway.routes import attempt_ids, gateway_state, registered_app
 from nova_queue.limits import MAX_META_BYTES, MAX_RUN_S
 from nova_queue.models import Lease
+from nova_queue.web.gateway import results
+from nova_queue.web.gateway.auth import Caller, authenticate
+from nova_queue.web.gateway.routes import attempt_ids, gateway_state, registered_app
 
 bp = Blueprint("gateway_commits", __name__, url_prefix="/v1")
 
